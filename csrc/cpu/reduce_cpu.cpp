@@ -1,0 +1,213 @@
+// CPU backend: the same plan and op functors as CUDA, multithreaded with at::parallel_for.
+//
+// Each output's K elements are cut into chunks of kChunk elements at fixed positions. A chunk is
+// summed as a pairwise tree over leaves of kLeaf elements, and the chunk partials are merged by a
+// fixed pairwise tree. The summation order
+// depends only on K, never on the thread count, so results repeat across machines; the error grows
+// with log(K), not K, as with torch's cascaded CPU sum.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <vector>
+
+#include "../dispatch.h"
+#include "../plan.h"
+#include "../reduce_ops.h"
+
+namespace treduce {
+namespace {
+
+constexpr int64_t kLeaf = 32;
+constexpr int64_t kChunk = 16384;
+
+// Walks the reduced elements of one output in logical order, one step at a time.
+struct Cursor {
+  const IndexMap& m;
+  int64_t idx[kMaxDims];
+  int64_t off;
+  Cursor(const IndexMap& map, int64_t r) : m(map), off(0) {
+    for (int d = m.ndim - 1; d >= 0; --d) {
+      idx[d] = r % m.sizes[d];
+      r /= m.sizes[d];
+      off += idx[d] * m.in_strides[d];
+    }
+  }
+  void next() {
+    for (int d = m.ndim - 1; d >= 0; --d) {
+      off += m.in_strides[d];
+      if (++idx[d] < m.sizes[d]) return;
+      off -= idx[d] * m.in_strides[d];
+      idx[d] = 0;
+    }
+  }
+};
+
+// Merges partials[0..n) with a fixed pairwise tree: (p0 p1) (p2 p3) ... then the pairs, etc.
+template <class Op>
+typename Op::acc_t tree_combine(typename Op::acc_t* p, int64_t n) {
+  for (int64_t width = 1; width < n; width *= 2)
+    for (int64_t i = 0; i + width < n; i += 2 * width) p[i] = Op::combine(p[i], p[i + width]);
+  return n > 0 ? p[0] : Op::identity();
+}
+
+// Binary-counter pairwise merging: push leaf j, merging equal-sized partials as it goes, so that
+// the partials form the same tree as tree_combine over all leaves (for a power-of-two count) with
+// O(log n) state. `W` outputs are carried side by side.
+template <class Op, int W>
+struct Cascade {
+  using acc_t = typename Op::acc_t;
+  acc_t level[24][W];
+  int64_t count = 0;
+  void push(acc_t* leaf) {
+    int l = 0;
+    for (int64_t c = count; c & 1; c >>= 1, ++l)
+      for (int w = 0; w < W; ++w) leaf[w] = Op::combine(level[l][w], leaf[w]);
+    for (int w = 0; w < W; ++w) level[l][w] = leaf[w];
+    ++count;
+  }
+  void result(acc_t* out) {  // merge what is left, smallest (latest) partials last
+    bool any = false;
+    for (int w = 0; w < W; ++w) out[w] = Op::identity();
+    for (int l = 0; l < 24; ++l) {
+      if (!((count >> l) & 1)) continue;
+      for (int w = 0; w < W; ++w) out[w] = any ? Op::combine(level[l][w], out[w]) : level[l][w];
+      any = true;
+    }
+  }
+};
+
+// Elements [r0, r1) of one output whose kept offset is `base`: leaves of kLeaf elements, each with
+// eight interleaved accumulators, merged pairwise. Contiguous rows take a plain pointer loop that
+// the compiler vectorises across the eight lanes.
+template <class Op, class in_t>
+typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& red, int64_t r0,
+                                int64_t r1) {
+  using acc_t = typename Op::acc_t;
+  Cascade<Op, 1> cascade;
+  const bool contiguous = red.ndim == 1 && red.in_strides[0] == 1;
+  Cursor cur(red, r0);
+  for (int64_t r = r0; r < r1; r += kLeaf) {
+    const int64_t n = std::min(kLeaf, r1 - r);
+    acc_t a[8];
+    for (int l = 0; l < 8; ++l) a[l] = Op::identity();
+    if (contiguous) {
+      const in_t* p = in + base + r;
+      int64_t j = 0;
+      for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; ++l) a[l] = Op::reduce(a[l], static_cast<acc_t>(p[j + l]));
+      for (; j < n; ++j) a[j & 7] = Op::reduce(a[j & 7], static_cast<acc_t>(p[j]));
+    } else {
+      for (int64_t j = 0; j < n; ++j, cur.next())
+        a[j & 7] = Op::reduce(a[j & 7], static_cast<acc_t>(in[base + cur.off]));
+    }
+    acc_t leaf = Op::combine(Op::combine(Op::combine(a[0], a[1]), Op::combine(a[2], a[3])),
+                             Op::combine(Op::combine(a[4], a[5]), Op::combine(a[6], a[7])));
+    cascade.push(&leaf);
+  }
+  acc_t out;
+  cascade.result(&out);
+  return out;
+}
+
+// The column layout: kTile neighbouring outputs (stride 1 in the input) share every reduced
+// offset, so one pass over the reduced elements feeds all of them with unit-stride loads. Each
+// output gets sequential leaves of kLeaf elements merged pairwise.
+constexpr int kTile = 16;
+
+template <class Op, class in_t>
+void reduce_chunk_tile(const in_t* in, int64_t base, int width, const IndexMap& red, int64_t r0,
+                       int64_t r1, typename Op::acc_t* out) {
+  using acc_t = typename Op::acc_t;
+  Cascade<Op, kTile> cascade;
+  Cursor cur(red, r0);
+  for (int64_t r = r0; r < r1; r += kLeaf) {
+    const int64_t n = std::min(kLeaf, r1 - r);
+    acc_t a[kTile];
+    for (int w = 0; w < kTile; ++w) a[w] = Op::identity();
+    for (int64_t j = 0; j < n; ++j, cur.next()) {
+      const in_t* p = in + base + cur.off;
+      if (width == kTile) {
+        for (int w = 0; w < kTile; ++w) a[w] = Op::reduce(a[w], static_cast<acc_t>(p[w]));
+      } else {
+        for (int w = 0; w < width; ++w) a[w] = Op::reduce(a[w], static_cast<acc_t>(p[w]));
+      }
+    }
+    cascade.push(a);
+  }
+  cascade.result(out);
+}
+
+template <class Op, class in_t, class out_t>
+void reduce_cpu(const Plan& plan, at::Tensor& out) {
+  using acc_t = typename Op::acc_t;
+  const Geometry& g = plan.geom;
+  const in_t* in = plan.input.const_data_ptr<in_t>();
+  out_t* o = out.mutable_data_ptr<out_t>();
+  const int64_t M = g.num_outputs, K = g.reduce_len;
+  const int64_t chunks = (K + kChunk - 1) / kChunk;
+  const bool columns = choose_strategy(g) == Strategy::kColumns;
+  const int64_t inner = columns ? g.kept.sizes[g.kept.ndim - 1] : 1;
+  const int64_t tiles_per_outer = (inner + kTile - 1) / kTile;
+  // A task is a tile of outputs (one output unless columns) times one chunk of K.
+  const int64_t tiles = columns ? (M / inner) * tiles_per_outer : M;
+  std::vector<acc_t> partial(static_cast<size_t>(M * chunks));  // [output][chunk]
+
+  const int64_t work_per_task = std::min(K, kChunk) * (columns ? kTile : 1);
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(work_per_task, 1));
+  at::parallel_for(0, tiles * chunks, grain, [&](int64_t begin, int64_t end) {
+    acc_t res[kTile];
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t tile = t / chunks, c = t % chunks;
+      const int64_t r0 = c * kChunk, r1 = std::min(K, r0 + kChunk);
+      if (!columns) {
+        partial[tile * chunks + c] = reduce_chunk<Op>(in, g.kept.in_offset(tile), g.red, r0, r1);
+        continue;
+      }
+      const int64_t outer = tile / tiles_per_outer;
+      const int64_t first = outer * inner + (tile % tiles_per_outer) * kTile;
+      const int width = static_cast<int>(std::min<int64_t>(kTile, (outer + 1) * inner - first));
+      reduce_chunk_tile<Op>(in, g.kept.in_offset(first), width, g.red, r0, r1, res);
+      for (int w = 0; w < width; ++w) partial[(first + w) * chunks + c] = res[w];
+    }
+  });
+  at::parallel_for(0, M, 4096, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const acc_t v = tree_combine<Op>(&partial[i * chunks], chunks);
+      o[g.kept.out_offset(i)] = static_cast<out_t>(Op::finalize(v));
+    }
+  });
+}
+
+void sum_cpu_launch(const Plan& plan, at::Tensor& out) {
+  visit_sum_pair(plan.input.scalar_type(), plan.out_dtype, [&](auto ti, auto to) {
+    using in_t = typename decltype(ti)::type;
+    using out_t = typename decltype(to)::type;
+    reduce_cpu<SumOp<acc_of<out_t>>, in_t, out_t>(plan, out);
+  });
+}
+
+void amax_cpu_launch(const Plan& plan, at::Tensor& out) {
+  visit_dtype(plan.input.scalar_type(), [&](auto t) {
+    using T = typename decltype(t)::type;
+    reduce_cpu<MaxOp<acc_of<T>>, T, T>(plan, out);
+  });
+}
+
+at::Tensor sum_cpu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                   std::optional<at::ScalarType> dtype) {
+  return run_sum(self, dim, keepdim, dtype, &sum_cpu_launch);
+}
+
+at::Tensor amax_cpu(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  return run_amax(self, dim, keepdim, &amax_cpu_launch);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(treduce, CPU, m) {
+  m.impl("sum", &sum_cpu);
+  m.impl("amax", &amax_cpu);
+}
+
+}  // namespace treduce

@@ -1,0 +1,54 @@
+// binding.cuh: the thin layer between a Plan (torch) and the kernel headers (raw CUDA).
+//
+// Order, every time: the caller holds a device guard for the input's device; here we take the
+// current stream, size the launch, take scratch from PyTorch's caching allocator and the
+// self-resetting counters from counter_pool(), launch, and check the launch. No host
+// synchronisation and no cudaMalloc, so every op can be captured in a CUDA graph.
+#pragma once
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+
+#include "../plan.h"
+#include "kernels/launch.cuh"
+
+namespace treduce {
+
+// Storage type the kernels see for each at:: element type (same bits).
+template <class T> struct cuda_type { using type = T; };
+template <> struct cuda_type<c10::Half> { using type = __half; };
+template <> struct cuda_type<c10::BFloat16> { using type = __nv_bfloat16; };
+
+// kCounterCapacity zeroed counters owned by (device, stream, graph capture). Kernels leave them at
+// zero when they finish, so they are zeroed once, when first made; see reduce_cuda.cu.
+unsigned* counter_pool(const at::Tensor& like, cudaStream_t stream);
+
+template <class Op, class in_at, class out_at>
+void run_cuda(const Plan& plan, at::Tensor& out) {
+  using in_t = typename cuda_type<in_at>::type;
+  using out_t = typename cuda_type<out_at>::type;
+  using acc_t = typename Op::acc_t;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const Launch lc = plan_launch<Op, in_t>(plan.geom, sms);
+  TORCH_INTERNAL_ASSERT(lc.counters <= kCounterCapacity);
+  at::Tensor scratch;
+  acc_t* partials = nullptr;
+  unsigned* counters = nullptr;
+  if (lc.partials > 0) {
+    scratch = at::empty({lc.partials * static_cast<int64_t>(sizeof(acc_t))},
+                        plan.input.options().dtype(at::kByte));
+    partials = reinterpret_cast<acc_t*>(scratch.data_ptr());
+    counters = counter_pool(plan.input, stream);
+  }
+  run_launch<Op, in_t, out_t>(lc, plan.geom,
+                              reinterpret_cast<const in_t*>(plan.input.const_data_ptr()),
+                              reinterpret_cast<out_t*>(out.mutable_data_ptr()), partials, counters,
+                              stream);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+void sum_cuda_launch(const Plan& plan, at::Tensor& out);   // sum_cuda.cu
+void amax_cuda_launch(const Plan& plan, at::Tensor& out);  // amax_cuda.cu
+
+}  // namespace treduce

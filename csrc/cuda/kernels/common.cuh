@@ -1,0 +1,125 @@
+// common.cuh: the pieces every reduction kernel is built from. Raw CUDA, nothing from torch.
+//
+//   to_acc / from_acc   storage type <-> accumulator (exact for every input; rounding on store)
+//   Vec<T, N>           an aligned vector of N elements, loaded with one 16-byte instruction
+//   shfl_down           a warp shuffle for any accumulator type
+//   group_reduce        reduce across groups of G consecutive threads: the tree in shared memory
+//                       with sequential addressing (the stride halves, so the active threads stay
+//                       packed in each group's first warps) down to 32 values, then warp shuffles
+//   arrive_last         the cross-block combine: publish partials, count arrivals, and tell the
+//                       last block of a tile that it may combine them; it resets the counter
+//
+// Cost notes: group_reduce takes log2(G) steps, of which log2(G/32) need a __syncthreads(); the
+// cross-block combine adds one atomic per block and one read of S partials per output, all in the
+// same launch. No floating-point atomics: each partial goes to its own slot and the last block
+// combines them in a fixed order, so results repeat bit for bit for a given launch configuration.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace treduce {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+template <class acc_t, class T>
+__device__ __forceinline__ acc_t to_acc(T v) {
+  if constexpr (std::is_same_v<T, __half>)
+    return static_cast<acc_t>(__half2float(v));
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return static_cast<acc_t>(__bfloat162float(v));
+  else
+    return static_cast<acc_t>(v);
+}
+
+template <class out_t, class acc_t>
+__device__ __forceinline__ out_t from_acc(acc_t v) {
+  if constexpr (std::is_same_v<out_t, __half>)
+    return __float2half_rn(static_cast<float>(v));
+  else if constexpr (std::is_same_v<out_t, __nv_bfloat16>)
+    return __float2bfloat16_rn(static_cast<float>(v));
+  else if constexpr (std::is_same_v<out_t, bool>)
+    return v != acc_t(0);
+  else
+    return static_cast<out_t>(v);
+}
+
+template <class T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+
+// Elements per 16-byte load.
+template <class T>
+constexpr int vec_width() {
+  return 16 / static_cast<int>(sizeof(T));
+}
+
+template <class T>
+__device__ __forceinline__ T shfl_down(T v, int offset, int width) {
+  if constexpr (std::is_arithmetic_v<T> && (sizeof(T) == 4 || sizeof(T) == 8)) {
+    return __shfl_down_sync(kFullMask, v, offset, width);
+  } else {  // any trivially copyable accumulator, one 32-bit word at a time
+    static_assert(sizeof(T) % 4 == 0, "accumulator size must be a multiple of 4 bytes");
+    int words[sizeof(T) / 4];
+    memcpy(words, &v, sizeof(T));
+#pragma unroll
+    for (int i = 0; i < static_cast<int>(sizeof(T) / 4); ++i)
+      words[i] = __shfl_down_sync(kFullMask, words[i], offset, width);
+    memcpy(&v, words, sizeof(T));
+    return v;
+  }
+}
+
+// A load that bypasses L1, for partials written by other blocks of the same launch.
+template <class T>
+__device__ __forceinline__ T load_cg(const T* p) {
+  if constexpr (std::is_arithmetic_v<T>) {
+    return __ldcg(p);
+  } else {
+    return *reinterpret_cast<const volatile T*>(p);
+  }
+}
+
+// Reduces v across each group of G consecutive threads (G a power of two dividing the block);
+// the group's first thread gets the result. `smem` holds one acc_t per thread. Every thread of the
+// block must call it. Combination order is fixed: lower thread indices cover earlier elements.
+template <class Op, class acc_t>
+__device__ __forceinline__ acc_t group_reduce(acc_t v, int G, acc_t* smem, int tid) {
+  if (G > 32) {
+    smem[tid] = v;
+    __syncthreads();
+    const int lane = tid & (G - 1);
+    for (int s = G / 2; s >= 32; s >>= 1) {
+      if (lane < s) smem[tid] = Op::combine(smem[tid], smem[tid + s]);
+      __syncthreads();
+    }
+    v = smem[tid];
+  }
+  const int width = G < 32 ? G : 32;
+  for (int offset = width / 2; offset > 0; offset >>= 1)
+    v = Op::combine(v, shfl_down(v, offset, width));
+  return v;
+}
+
+// Call after this block has written its partials for `*counter`'s tile. Returns true, in every
+// thread, for the last of the `expected` blocks to arrive; that block then reads all partials
+// (with load_cg). The counter is back at zero when the kernel ends, ready for the next launch.
+__device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned expected) {
+  __shared__ bool last;
+  __threadfence();  // make this thread's partials visible before the block is counted
+  __syncthreads();
+  const bool leader = threadIdx.x == 0 && threadIdx.y == 0;
+  if (leader) {
+    const unsigned prev = atomicAdd(counter, 1u);
+    last = prev == expected - 1;
+    if (last) *counter = 0;  // every block of this tile has arrived
+  }
+  __syncthreads();
+  if (last) __threadfence();
+  return last;
+}
+
+}  // namespace treduce

@@ -1,0 +1,221 @@
+#include "plan.h"
+
+#include "dispatch.h"
+
+#include <ATen/ATen.h>
+#include <ATen/WrapDimUtilsMulti.h>
+#include <c10/core/ScalarType.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <bitset>
+#include <numeric>
+
+namespace treduce {
+namespace {
+
+const char* op_name(OpKind kind) { return kind == OpKind::kSum ? "sum" : "amax"; }
+
+bool supported_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: case at::kDouble: case at::kHalf: case at::kBFloat16:
+    case at::kChar: case at::kShort: case at::kInt: case at::kLong: case at::kByte: case at::kBool:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void check_dtype(OpKind kind, at::ScalarType t, const char* what) {
+  TORCH_CHECK_TYPE(!at::isComplexType(t), "treduce.", op_name(kind), ": complex ", what,
+                   " is not supported (got ", t, ")");
+  TORCH_CHECK_TYPE(supported_dtype(t), "treduce.", op_name(kind), ": ", what, " dtype ", t,
+                   " is not supported; supported dtypes are float32, float64, float16, bfloat16, "
+                   "int8, int16, int32, int64, uint8 and bool");
+}
+
+struct Dim {
+  int64_t size, in_stride, out_stride;
+};
+
+// Order by input stride (outermost first) and merge neighbours that are contiguous in memory
+// (in the output too, for kept dims). The sort is stable, so ties keep their logical order.
+std::vector<Dim> canonicalize(std::vector<Dim> dims, bool check_out) {
+  std::stable_sort(dims.begin(), dims.end(),
+                   [](const Dim& a, const Dim& b) { return a.in_stride > b.in_stride; });
+  std::vector<Dim> merged;
+  for (const Dim& d : dims) {
+    if (!merged.empty()) {
+      Dim& prev = merged.back();
+      const bool in_ok = prev.in_stride == d.in_stride * d.size;
+      const bool out_ok = !check_out || prev.out_stride == d.out_stride * d.size;
+      if (in_ok && out_ok) {
+        prev.size *= d.size;
+        prev.in_stride = d.in_stride;
+        prev.out_stride = d.out_stride;
+        continue;
+      }
+    }
+    merged.push_back(d);
+  }
+  return merged;
+}
+
+IndexMap to_map(const std::vector<Dim>& dims) {
+  IndexMap m;
+  m.ndim = static_cast<int>(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) {
+    m.sizes[i] = dims[i].size;
+    m.in_strides[i] = dims[i].in_stride;
+    m.out_strides[i] = dims[i].out_stride;
+  }
+  return m;
+}
+
+}  // namespace
+
+Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, OpKind kind,
+               std::optional<at::ScalarType> dtype) {
+  TORCH_CHECK(self.layout() == at::kStrided, "treduce.", op_name(kind),
+              ": only strided (dense) tensors are supported, got layout ", self.layout());
+  check_dtype(kind, self.scalar_type(), "input");
+
+  Plan plan;
+  if (kind == OpKind::kSum) {
+    if (dtype.has_value()) {
+      check_dtype(kind, *dtype, "output");
+      plan.out_dtype = *dtype;
+    } else {
+      plan.out_dtype = at::isIntegralType(self.scalar_type(), /*includeBool=*/true)
+                           ? at::kLong : self.scalar_type();
+    }
+  } else {
+    plan.out_dtype = self.scalar_type();
+  }
+
+  // Which dims are reduced. dim=None and dim=[] both mean every dim, as in aten::sum.dim_IntList
+  // and aten::amax. Wrapping raises IndexError, a repeated dim RuntimeError, exactly as torch.
+  const int64_t ndim = self.dim();
+  std::bitset<at::dim_bitset_size> reduced;
+  const bool all_dims = !dim.has_value() || dim->empty();
+  if (all_dims) {
+    for (int64_t d = 0; d < ndim; ++d) reduced.set(d);
+  } else {
+    reduced = at::dim_list_to_bitset(*dim, ndim);
+  }
+
+  // amax has no identity to return for an empty reduction: torch raises RuntimeError when no dim
+  // is given and IndexError for an empty reduced dim.
+  if (kind == OpKind::kAmax && self.numel() == 0) {
+    if (all_dims) {
+      TORCH_CHECK(false, "amax(): Expected reduction dim to be specified for "
+                        "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
+    }
+    for (int64_t d = 0; d < ndim; ++d) {
+      TORCH_CHECK_INDEX(!reduced.test(d) || self.size(d) != 0, "amax(): Expected reduction dim ",
+                        d, " to have non-zero size.");
+    }
+  }
+
+  // Output shape, and the contiguous output stride of each kept dim.
+  std::vector<int64_t> out_stride(std::max<int64_t>(ndim, 1), 0);
+  {
+    int64_t s = 1;
+    for (int64_t d = ndim - 1; d >= 0; --d) {
+      if (reduced.test(d)) continue;
+      out_stride[d] = s;
+      s *= self.size(d);
+    }
+  }
+  std::vector<Dim> kept, red;
+  for (int64_t d = 0; d < ndim; ++d) {
+    if (reduced.test(d)) {
+      if (keepdim) plan.out_shape.push_back(1);
+      if (self.size(d) != 1) red.push_back({self.size(d), self.stride(d), 0});
+    } else {
+      plan.out_shape.push_back(self.size(d));
+      if (self.size(d) != 1) kept.push_back({self.size(d), self.stride(d), out_stride[d]});
+    }
+  }
+
+  plan.input = self;
+  if (kind == OpKind::kSum && !native_sum_pair(self.scalar_type(), plan.out_dtype)) {
+    plan.input = self.to(plan.out_dtype);
+  }
+
+  kept = canonicalize(kept, /*check_out=*/true);
+  red = canonicalize(red, /*check_out=*/false);
+  if (static_cast<int>(kept.size()) > kMaxDims || static_cast<int>(red.size()) > kMaxDims) {
+    // Rare: more than kMaxDims dims that cannot be merged. Copy into (kept..., reduced...) order,
+    // where each side is one contiguous dim.
+    std::vector<int64_t> perm;
+    int64_t m = 1, k = 1;
+    for (int64_t d = 0; d < ndim; ++d)
+      if (!reduced.test(d)) { perm.push_back(d); m *= self.size(d); }
+    for (int64_t d = 0; d < ndim; ++d)
+      if (reduced.test(d)) { perm.push_back(d); k *= self.size(d); }
+    plan.input = plan.input.permute(perm).contiguous();
+    kept = {{m, k, 1}};
+    red = {{k, 1, 0}};
+  }
+
+  Geometry& g = plan.geom;
+  g.kept = to_map(kept);
+  g.red = to_map(red);
+  if (g.red.ndim == 0) {  // nothing left to reduce (K == 1): one contiguous element per output
+    g.red.ndim = 1;
+    g.red.sizes[0] = 1;
+    g.red.in_strides[0] = 1;
+  }
+  g.num_outputs = 1;
+  for (const Dim& d : kept) g.num_outputs *= d.size;
+  g.reduce_len = 1;
+  for (int i = 0; i < g.red.ndim; ++i) g.reduce_len *= g.red.sizes[i];
+  return plan;
+}
+
+namespace {
+
+// TREDUCE_POISON=1 (the tests set it) fills every result with NaN, or an unlikely integer, before
+// the kernel runs, so that an element the kernel never writes cannot pass as correct.
+bool poison_outputs() {
+  static const bool on = [] {
+    const char* v = std::getenv("TREDUCE_POISON");
+    return v != nullptr && v[0] == '1';
+  }();
+  return on;
+}
+
+at::Tensor new_output(const Plan& plan) {
+  at::Tensor out = at::empty(plan.out_shape, plan.input.options().dtype(plan.out_dtype));
+  if (poison_outputs() && out.numel() > 0) {
+    if (at::isFloatingType(plan.out_dtype))
+      out.fill_(std::numeric_limits<double>::quiet_NaN());
+    else
+      out.fill_(plan.out_dtype == at::kBool ? 1 : 0x5A);
+  }
+  return out;
+}
+
+}  // namespace
+
+at::Tensor run_sum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                   std::optional<at::ScalarType> dtype, LaunchFn launch) {
+  const Plan plan = make_plan(self, dim, keepdim, OpKind::kSum, dtype);
+  at::Tensor out = new_output(plan);
+  if (out.numel() == 0) return out;
+  if (plan.geom.reduce_len == 0) return out.zero_();
+  launch(plan, out);
+  return out;
+}
+
+at::Tensor run_amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, LaunchFn launch) {
+  const Plan plan = make_plan(self, dim, keepdim, OpKind::kAmax, std::nullopt);
+  at::Tensor out = new_output(plan);
+  if (out.numel() == 0) return out;
+  launch(plan, out);
+  return out;
+}
+
+}  // namespace treduce

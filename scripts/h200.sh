@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build, run the whole test suite, the demo and (BENCH=1) the bench.
+# Logs and results go to $OUT; a short summary is printed last.
+#   PYTEST_ARGS="-k cuda"  BENCH=1  BENCH_ARGS="--quick"  bash scripts/h200.sh
+set -uo pipefail
+OUT=${OUT:-/tmp/treduce-out}
+mkdir -p "$OUT"
+export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16} PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,utilization.gpu --format=csv \
+  > "$OUT/gpu.txt" 2>&1
+# That machine's default compiler (/opt/gcc wrapper, via CC/CXX) links libstdc++ statically into
+# the extension; two libstdc++ copies in one process then crash in std::ostream (any TORCH_CHECK
+# message that formats a number). Build and link with the system g++, which links it shared.
+export CC=/usr/bin/gcc CXX=/usr/bin/g++ LDSHARED="/usr/bin/g++ -shared" LDCXXSHARED="/usr/bin/g++ -shared"
+start=$(date +%s)
+if ! python3 -m pip install --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1; then
+  echo "pip install -e failed; building in place instead" | tee -a "$OUT/build.log"
+  python3 setup.py build_ext --inplace >> "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+  export PYTHONPATH=$PWD
+fi
+echo "build: $(( $(date +%s) - start )) s; libstdc++ symbols defined in the extension:" \
+  "$(nm -C torch_reduce/_C*.so 2>/dev/null | grep -c ' T std::')"
+if [ "${TESTS:-1}" = 1 ]; then
+  python3 -m pytest -q -rs -p no:cacheprovider tests ${PYTEST_ARGS:-} > "$OUT/pytest.log" 2>&1
+  grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -30
+  tail -3 "$OUT/pytest.log"
+fi
+if [ "${DEMO:-1}" = 1 ]; then
+  python3 examples/demo.py > "$OUT/demo.log" 2>&1; tail -12 "$OUT/demo.log"
+fi
+if [ "${BENCH:-0}" = 1 ]; then
+  python3 bench/bench.py --out "$OUT" ${BENCH_ARGS:-} 2>&1 | tail -80
+fi
+cat "$OUT/gpu.txt"

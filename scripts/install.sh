@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs everything torch-reduce needs and builds it in place (editable install).
+# Shared by scripts/demo.sh, scripts/test.sh and CI. Safe to run again: it skips what is there.
+#
+#   torch==2.11.0 from the package index (the CUDA 13.0 build), numpy, ninja, pytest, setuptools;
+#   g++ and Python's headers from Debian when they are missing (as root);
+#   the CUDA backend is built too when nvcc is found (CUDA_HOME, /usr/local/cuda or PATH).
+#
+# Prints the python to use on its last line. Set PYTHON to choose the interpreter.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { echo "[install] $*" >&2; }
+apt_install() {
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    log "apt-get install $*"
+    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
+  else
+    log "missing system packages: $* (install them, e.g. with apt-get)"; exit 1
+  fi
+}
+
+PY=${PYTHON:-python3}
+command -v "$PY" >/dev/null || apt_install python3 python3-venv python3-dev
+command -v g++ >/dev/null || apt_install g++
+
+# Debian's own Python refuses pip installs (PEP 668): use a virtual environment there.
+managed=$("$PY" -c 'import os,sys,sysconfig; print(int(sys.prefix == sys.base_prefix and os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))))')
+if [ "$managed" = 1 ]; then
+  if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv 2>/dev/null || { apt_install python3-venv; "$PY" -m venv .venv; }
+  fi
+  PY=$PWD/.venv/bin/python
+fi
+"$PY" -c 'import sysconfig,os,sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+  || apt_install python3-dev
+
+"$PY" -m pip install -q --disable-pip-version-check "torch==2.11.0" numpy ninja pytest "setuptools>=64" wheel >&2
+
+if [ -z "${CUDA_HOME:-}" ] && ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export CUDA_HOME=/usr/local/cuda
+fi
+log "building the extension (CUDA backend: $( [ -n "${CUDA_HOME:-}" ] || command -v nvcc >/dev/null && echo yes || echo no))"
+MAX_JOBS=${MAX_JOBS:-$(nproc)} "$PY" -m pip install -q --disable-pip-version-check \
+  --no-build-isolation --no-deps -e . >&2
+echo "$PY"

@@ -1,0 +1,123 @@
+"""Shared test helpers: devices, fresh random inputs in every layout, references and tolerances.
+
+Every result our ops return is first filled with NaN (or an unlikely integer) by the C++ layer
+(TREDUCE_POISON=1, set here before the extension loads), so an output element that a kernel
+never writes fails the comparison.
+"""
+import os
+
+os.environ.setdefault("TREDUCE_POISON", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import torch_reduce  # noqa: E402,F401
+
+HAS_CUDA = torch.cuda.is_available()
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
+
+FLOAT_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+INT_DTYPES = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
+ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES + [torch.bool]
+
+LAYOUTS = ["contiguous", "transposed", "permuted", "sliced", "expanded", "channels_last",
+           "misaligned"]
+
+
+def pytest_collection_modifyitems(config, items):
+    if HAS_CUDA:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
+def random_values(shape, dtype, device):
+    """Fresh random values, never zeros: normal floats, small signed/unsigned ints, random bools."""
+    if dtype.is_floating_point:
+        return torch.randn(shape, dtype=torch.float32, device=device).to(dtype)
+    if dtype == torch.bool:
+        return torch.rand(shape, device=device) < 0.5
+    lo, hi = (0, 60) if dtype == torch.uint8 else (-50, 50)
+    return torch.randint(lo, hi, shape, device=device).to(dtype)
+
+
+def make_input(shape, dtype, device, layout="contiguous"):
+    """A tensor of logical `shape` whose memory follows `layout` (values are fresh random)."""
+    shape = tuple(shape)
+    nd = len(shape)
+    if layout == "contiguous" or nd == 0:
+        return random_values(shape, dtype, device)
+    if layout == "transposed":  # every dim reversed in memory
+        return random_values(shape[::-1], dtype, device).permute(*reversed(range(nd)))
+    if layout == "permuted":  # a fixed non-trivial permutation
+        perm = list(range(1, nd)) + [0]
+        base = random_values([shape[p] for p in perm], dtype, device)
+        inv = [perm.index(i) for i in range(nd)]
+        return base.permute(*inv)
+    if layout == "sliced":  # every dim taken with step 2
+        base = random_values([2 * s for s in shape], dtype, device)
+        return base[tuple(slice(None, None, 2) for _ in shape)]
+    if layout == "expanded":  # dim 0 has stride 0
+        base = random_values((1,) + shape[1:], dtype, device)
+        return base.expand(shape)
+    if layout == "channels_last":
+        if nd != 4:
+            return random_values(shape, dtype, device).transpose(0, -1).contiguous().transpose(0, -1)
+        return random_values(shape, dtype, device).contiguous(memory_format=torch.channels_last)
+    if layout == "misaligned":  # data pointer one element past a 16-byte boundary
+        n = 1
+        for s in shape:
+            n *= s
+        flat = random_values((n + 1,), dtype, device)
+        return flat[1:].view(shape)
+    raise ValueError(layout)
+
+
+def reference_sum(x, dim, keepdim, dtype=None):
+    """(exact sum in float64 or int64, sum of |x| for the tolerance, torch.sum's own result)."""
+    theirs = torch.sum(x, dim=dim, keepdim=keepdim, dtype=dtype)
+    src = x.to(dtype) if dtype is not None else x
+    wide = src.double() if src.dtype.is_floating_point else src.long()
+    ref = torch.sum(wide, dim=dim, keepdim=keepdim)
+    absref = torch.sum(wide.abs(), dim=dim, keepdim=keepdim) if wide.is_floating_point() else None
+    return ref, absref, theirs
+
+
+# Tolerance: |ours - exact| <= OUT_RTOL * |exact| + ACC_RTOL * sum|x| (+ a tiny absolute term).
+OUT_RTOL = {torch.float32: 2e-7, torch.float64: 1e-15, torch.float16: 1e-3, torch.bfloat16: 8e-3}
+ACC_RTOL = {torch.float32: 2e-6, torch.float64: 1e-13, torch.float16: 2e-6, torch.bfloat16: 2e-6}
+
+
+def assert_sum_close(out, ref, absref, msg=""):
+    if out.dtype.is_floating_point:
+        assert not torch.isnan(out).any(), f"NaN in result (unwritten output?) {msg}"
+        err = (out.double() - ref).abs()
+        tol = OUT_RTOL[out.dtype] * ref.abs() + ACC_RTOL[out.dtype] * absref + 1e-30
+        bad = err > tol
+        assert not bad.any(), (f"{msg}: max err {err.max().item():.3e}, "
+                               f"worst excess {(err - tol).max().item():.3e}")
+    else:
+        expect = ref.to(out.dtype)
+        assert torch.equal(out, expect), f"{msg}: integer result differs"
+
+
+def assert_same_bits(out, ref, msg=""):
+    """Exact equality, NaN == NaN, and the same dtype and shape."""
+    assert out.dtype == ref.dtype and out.shape == ref.shape, \
+        f"{msg}: got {out.dtype}{tuple(out.shape)}, want {ref.dtype}{tuple(ref.shape)}"
+    if out.dtype.is_floating_point:
+        same = (out == ref) | (torch.isnan(out) & torch.isnan(ref))
+        assert bool(same.all()), f"{msg}: values differ"
+    else:
+        assert torch.equal(out, ref), f"{msg}: values differ"
+
+
+@pytest.fixture(autouse=True)
+def fresh_seed():
+    """Fresh random data every run; the seed is printed, so a failure can be replayed."""
+    seed = int.from_bytes(os.urandom(4), "little") % (2**31)
+    print(f"seed = {seed}")
+    torch.manual_seed(seed)
+    return seed

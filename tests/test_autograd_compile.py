@@ -1,0 +1,140 @@
+"""Autograd (gradcheck, ties), opcheck, and torch.compile (fullgraph, dynamic, forward+backward)."""
+import pytest
+import torch
+from torch._dynamo.testing import CompileCounterWithBackend
+
+import torch_reduce
+from conftest import DEVICES, make_input
+
+
+def distinct_f64(shape, device):
+    """float64 values without ties, so amax is differentiable at them."""
+    n = 1
+    for s in shape:
+        n *= s
+    return (torch.randperm(n, device=device).double() / n + 0.01 * torch.rand(n, device=device,
+            dtype=torch.float64)).reshape(shape).requires_grad_()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradcheck_sum(device):
+    for shape, dim, keepdim in [((4, 5), [1], False), ((4, 5), [0], True), ((3, 4, 5), [0, 2], False),
+                                ((3, 4, 5), None, False), ((6,), [], True), ((), None, False)]:
+        x = torch.randn(shape, dtype=torch.float64, device=device, requires_grad=True)
+        f = lambda t: torch.ops.treduce.sum(t, dim, keepdim)  # noqa: E731
+        assert torch.autograd.gradcheck(f, (x,))
+        assert torch.autograd.gradgradcheck(f, (x,))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradcheck_amax(device):
+    for shape, dim, keepdim in [((4, 5), [1], False), ((4, 5), [0], True), ((3, 4, 5), [0, 2], False),
+                                ((3, 4, 5), [], False), ((7,), [0], True)]:
+        x = distinct_f64(shape, device)
+        f = lambda t: torch.ops.treduce.amax(t, dim, keepdim)  # noqa: E731
+        assert torch.autograd.gradcheck(f, (x,))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_amax_gradient_splits_ties_like_torch(device, keepdim):
+    base = torch.tensor([[1.0, 3.0, 3.0, 2.0], [5.0, 5.0, 5.0, 0.0], [float("nan"), 1.0, 2.0, 3.0]],
+                        device=device)
+    for dim in ([1], [0], [], [0, 1]):
+        g = torch.randn_like(torch.amax(base, dim, keepdim))
+        a = base.clone().requires_grad_()
+        b = base.clone().requires_grad_()
+        torch.ops.treduce.amax(a, dim, keepdim).backward(g)
+        torch.amax(b, dim, keepdim).backward(g)
+        same = (a.grad == b.grad) | (a.grad.isnan() & b.grad.isnan())
+        assert same.all(), f"dim={dim}: {a.grad} vs {b.grad}"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+def test_sum_backward_dtype_and_shape(device, dtype):
+    x = make_input((4, 6, 5), dtype, device).requires_grad_()
+    out = torch_reduce.sum(x, (0, 2), dtype=torch.float64)
+    g = torch.randn_like(out)
+    out.backward(g)
+    assert x.grad.dtype == dtype and x.grad.shape == x.shape
+    assert torch.equal(x.grad, g[None, :, None].expand(x.shape).to(dtype))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_loss_aggregation_training_step(device):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(16, 4).to(device)
+    ref = torch.nn.Linear(16, 4).to(device)
+    ref.load_state_dict(model.state_dict())
+    x, y = torch.randn(64, 16, device=device), torch.randn(64, 4, device=device)
+    for m, reduce in ((model, torch_reduce.sum), (ref, torch.sum)):
+        per_sample = ((m(x) - y) ** 2).mean(1)
+        reduce(per_sample).backward()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        assert torch.allclose(p.grad, q.grad, rtol=1e-5, atol=1e-6)
+
+
+OPCHECK_CASES = [
+    ("sum", (4, 5), ([1], False), {}),
+    ("sum", (4, 5, 3), ([0, 2], True), {}),
+    ("sum", (6, 7), (None, False), {"dtype": torch.float64}),
+    ("sum", (), (None, False), {}),
+    ("amax", (4, 5), ([1], False), {}),
+    ("amax", (3, 4, 5), ([0, -1], True), {}),
+    ("amax", (8,), ([], False), {}),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("case", range(len(OPCHECK_CASES)))
+def test_opcheck(device, requires_grad, case):
+    op, shape, args, kwargs = OPCHECK_CASES[case]
+    x = torch.randn(shape, device=device, requires_grad=requires_grad)
+    torch.library.opcheck(getattr(torch.ops.treduce, op).default, (x, *args), kwargs)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck_integer_input(device):
+    x = torch.randint(-5, 5, (5, 6), device=device, dtype=torch.int32)
+    torch.library.opcheck(torch.ops.treduce.sum.default, (x, [1], False))
+    torch.library.opcheck(torch.ops.treduce.amax.default, (x, [0], True))
+
+
+def _loss(x, w):
+    h = x * w
+    return torch_reduce.sum(h, dim=1).pow(2).mean() + torch_reduce.amax(h, dim=(0,)).sum()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compile_fullgraph_dynamic_forward_backward(device):
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor")
+    compiled = torch.compile(_loss, backend=counter, fullgraph=True, dynamic=True)
+    for rows in (8, 13, 32, 57):
+        x = torch.randn(rows, 24, device=device, requires_grad=True)
+        w = torch.randn(24, device=device, requires_grad=True)
+        out = compiled(x, w)
+        out.backward()
+        x2, w2 = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+        ref = (x2 * w2).sum(1).pow(2).mean() + (x2 * w2).amax(0).sum()
+        ref.backward()
+        assert torch.allclose(out, ref, rtol=1e-4, atol=1e-4)
+        assert torch.allclose(x.grad, x2.grad, rtol=1e-4, atol=1e-4)
+        assert torch.allclose(w.grad, w2.grad, rtol=1e-4, atol=1e-4)
+    assert counter.frame_count == 1, f"recompiled: {counter.frame_count} frames for 4 sizes"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compile_sees_our_ops(device):
+    """The compiled graph calls treduce, not a decomposition into aten.sum."""
+    from torch._dynamo.testing import EagerAndRecordGraphs
+    torch._dynamo.reset()
+    backend = EagerAndRecordGraphs()
+    f = torch.compile(lambda t: torch_reduce.sum(t, 0, dtype=torch.float64) + torch_reduce.amax(t),
+                      backend=backend, fullgraph=True, dynamic=True)
+    x = torch.randn(9, 5, device=device)
+    f(x)
+    code = backend.graphs[0].code
+    assert "treduce.sum" in code and "treduce.amax" in code

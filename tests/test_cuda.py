@@ -1,0 +1,156 @@
+"""CUDA-only behaviour: large inputs (every strategy with and without the in-kernel cross-block
+combine), streams, CUDA graphs, run-to-run determinism, and the self-resetting counters."""
+import pytest
+import torch
+
+from conftest import (assert_same_bits, assert_sum_close, make_input, reference_sum)
+
+pytestmark = pytest.mark.cuda
+
+# Shapes chosen to reach each strategy: rows (contiguous K, split or not), columns (inner outputs
+# contiguous, split or not), strided (anything else), full reductions.
+BIG_CASES = [
+    ((1 << 24,), None, "contiguous"),            # full, split over many blocks
+    ((1 << 25,) , None, "misaligned"),           # full, unaligned start
+    ((3, 1 << 23), [1], "contiguous"),           # few long rows: split rows
+    ((1 << 22, 4), [1], "contiguous"),           # short rows
+    ((1 << 16, 257), [1], "contiguous"),         # odd row length: heads and tails
+    ((4096, 4096), [0], "contiguous"),           # columns
+    ((1 << 20, 17), [0], "contiguous"),          # narrow columns, split K
+    ((256, 8192, 8), [1], "contiguous"),         # mid dim, small inner
+    ((8, 2048, 1024), [0, 1], "contiguous"),     # bias-gradient style
+    ((64, 128, 56, 56), [0, 2, 3], "channels_last"),  # NHWC statistics
+    ((4096, 8192), [1], "sliced"),               # strided rows
+    ((4096, 4096), [1], "transposed"),           # rows of a transposed matrix = columns
+    ((512, 64, 520), [0, 2], "permuted"),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int32],
+                         ids=str)
+@pytest.mark.parametrize("case", range(len(BIG_CASES)))
+def test_large_inputs(case, dtype):
+    shape, dim, layout = BIG_CASES[case]
+    x = make_input(shape, dtype, "cuda", layout)
+    assert x.numel() >= (1 << 24)
+    ref, absref, theirs = reference_sum(x, dim, False)
+    out = torch.ops.treduce.sum(x, dim)
+    assert out.dtype == theirs.dtype and out.shape == theirs.shape
+    assert_sum_close(out, ref, absref, f"sum {shape} {dim} {layout}")
+    d = dim or []
+    assert_same_bits(torch.ops.treduce.amax(x, d), torch.amax(x, d), f"amax {shape} {dim} {layout}")
+
+
+@pytest.mark.parametrize("shape,dim", [((1 << 24,), None), ((5, 1 << 22), [1]),
+                                       ((1 << 22, 6), [0]), ((2048, 2048), [0])])
+def test_bitwise_identical_run_to_run(shape, dim):
+    x = make_input(shape, torch.float32, "cuda")
+    first = torch.ops.treduce.sum(x, dim)
+    for _ in range(50):
+        assert torch.equal(torch.ops.treduce.sum(x, dim), first)
+
+
+def test_counters_reset_between_calls():
+    """Split reductions of different shapes, back to back: stale counters would skip outputs."""
+    for i in range(30):
+        n = (1 << 20) + 977 * i
+        x = make_input((n,), torch.float32, "cuda")
+        y = make_input((3, n // 3), torch.float32, "cuda")
+        for t, dim in ((x, None), (y, [1]), (y.t(), [0])):
+            ref, absref, _ = reference_sum(t, dim, False)
+            assert_sum_close(torch.ops.treduce.sum(t, dim), ref, absref, f"iteration {i}")
+
+
+def test_non_default_stream():
+    s = torch.cuda.Stream()
+    x = make_input((1 << 22,), torch.float32, "cuda")
+    y = make_input((4096, 1024), torch.bfloat16, "cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s):
+        a = torch.ops.treduce.sum(x)
+        b = torch.ops.treduce.amax(y, [0])
+        c = torch.ops.treduce.sum(y, [1], dtype=torch.float32)
+    s.synchronize()
+    ref, absref, _ = reference_sum(x, None, False)
+    assert_sum_close(a, ref, absref)
+    assert_same_bits(b, torch.amax(y, [0]))
+    ref, absref, _ = reference_sum(y, [1], False, dtype=torch.float32)
+    assert_sum_close(c, ref, absref)
+
+
+def test_two_streams_concurrently():
+    streams = [torch.cuda.Stream() for _ in range(4)]
+    xs = [make_input((1 << 21,), torch.float32, "cuda") for _ in streams]
+    torch.cuda.synchronize()
+    outs = []
+    for _ in range(10):
+        for s, x in zip(streams, xs):
+            with torch.cuda.stream(s):
+                outs.append((x, torch.ops.treduce.sum(x)))
+    torch.cuda.synchronize()
+    for x, out in outs:
+        ref, absref, _ = reference_sum(x, None, False)
+        assert_sum_close(out, ref, absref)
+
+
+def test_cuda_graph_capture_and_replay():
+    full = make_input((1 << 22,), torch.float32, "cuda")
+    rows = make_input((8, 1 << 18), torch.bfloat16, "cuda")
+    cols = make_input((1 << 16, 48), torch.float32, "cuda")
+    # Warm up on a side stream, as torch recommends before capture.
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            torch.ops.treduce.sum(full)
+    torch.cuda.current_stream().wait_stream(s)
+
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        o1 = torch.ops.treduce.sum(full)
+        o2 = torch.ops.treduce.amax(rows, [1])
+        o3 = torch.ops.treduce.sum(cols, [0])
+        o4 = torch.ops.treduce.sum(rows, [1], dtype=torch.float32)
+    for _ in range(5):
+        full.copy_(torch.randn_like(full))
+        rows.copy_(torch.randn_like(rows))
+        cols.copy_(torch.randn_like(cols))
+        g.replay()
+        torch.cuda.synchronize()
+        ref, absref, _ = reference_sum(full, None, False)
+        assert_sum_close(o1, ref, absref, "graph full")
+        assert_same_bits(o2, torch.amax(rows, [1]), "graph amax")
+        ref, absref, _ = reference_sum(cols, [0], False)
+        assert_sum_close(o3, ref, absref, "graph cols")
+        ref, absref, _ = reference_sum(rows, [1], False, dtype=torch.float32)
+        assert_sum_close(o4, ref, absref, "graph rows f32")
+    # Eager calls still work after capture, interleaved with replays.
+    e = torch.ops.treduce.sum(full)
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(e, o1)
+
+
+def test_other_device_guard():
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    x = make_input((1 << 20,), torch.float32, "cuda:1")
+    out = torch.ops.treduce.sum(x)
+    assert out.device == x.device
+    ref, absref, _ = reference_sum(x, None, False)
+    assert_sum_close(out, ref, absref)
+
+
+def test_over_two_to_the_31_elements():
+    """One launch, int64 indexing: 2^31 + 5 bytes of int8 (about 2 GiB)."""
+    free, _ = torch.cuda.mem_get_info()
+    if free < 12 * (1 << 30):
+        pytest.skip("needs 12 GiB of free GPU memory")
+    n = (1 << 31) + 5
+    x = torch.ones(n, dtype=torch.int8, device="cuda")
+    x[-1] = 3
+    x[7] = -1
+    assert torch.ops.treduce.sum(x).item() == n - 2 + 2
+    assert torch.ops.treduce.amax(x).item() == 3
+    y = x.view(-1)[: (1 << 31) + 4].view(2, -1)
+    assert torch.equal(torch.ops.treduce.sum(y, [1]), y.sum(1))
