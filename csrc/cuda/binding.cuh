@@ -30,8 +30,9 @@ void run_cuda(const Plan& plan, at::Tensor& out) {
   using acc_t = typename Op::acc_t;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  const Launch lc = plan_launch<Op, in_t>(plan.geom, sms);
-  TORCH_INTERNAL_ASSERT(lc.counters <= kCounterCapacity);
+  const in_t* in = reinterpret_cast<const in_t*>(plan.input.const_data_ptr());
+  const Launch lc = plan_launch<Op, in_t, out_t>(plan.geom, in, sms);
+  TORCH_INTERNAL_ASSERT(lc.counters <= kCounterCapacity, "treduce: too many split tiles");
   at::Tensor scratch;
   acc_t* partials = nullptr;
   unsigned* counters = nullptr;
@@ -41,10 +42,8 @@ void run_cuda(const Plan& plan, at::Tensor& out) {
     partials = reinterpret_cast<acc_t*>(scratch.data_ptr());
     counters = counter_pool(plan.input, stream);
   }
-  run_launch<Op, in_t, out_t>(lc, plan.geom,
-                              reinterpret_cast<const in_t*>(plan.input.const_data_ptr()),
-                              reinterpret_cast<out_t*>(out.mutable_data_ptr()), partials, counters,
-                              stream);
+  run_launch<Op, in_t, out_t>(lc, plan.geom, in, reinterpret_cast<out_t*>(out.mutable_data_ptr()),
+                              partials, counters, stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

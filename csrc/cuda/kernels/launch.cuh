@@ -1,11 +1,13 @@
 // launch.cuh: from a Geometry to a kernel launch. Raw CUDA, nothing from torch.
 //
-//   Launch lc = plan_launch<Op, in_t>(geom, sm_count);   // strategy, grid, scratch sizes
+//   Launch lc = plan_launch<Op, in_t, out_t>(geom, in, sm_count);  // strategy, grid, scratch
 //   ... the caller provides lc.partials acc_t slots and lc.counters zeroed counters ...
 //   run_launch<Op, in_t, out_t>(lc, geom, in, out, partials, counters, stream);
 //
-// The grid is sized to fill every SM: when the outputs alone give fewer than kBlocksPerSm blocks
-// per SM, K is split across blocks as well (gridDim.y), and those blocks combine in-kernel.
+// The grid is sized to fill every SM exactly: the kernel's own occupancy (registers, shared
+// memory) gives the resident blocks per SM; when the outputs alone give fewer blocks than that,
+// K is split across blocks as well (gridDim.y), and those blocks combine in-kernel. A grid larger
+// than one wave but not a whole number of waves would leave SMs idle in the last wave.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -17,13 +19,13 @@
 
 namespace treduce {
 
-constexpr int64_t kBlocksPerSm = 8;    // 256-thread blocks resident per SM
-constexpr int64_t kGridCapPerSm = 32;  // grid-stride beyond this many blocks per SM
+constexpr int64_t kGridCapWaves = 4;        // grid-stride beyond this many waves of blocks
 constexpr int64_t kCounterCapacity = 4096;  // counters the caller must provide at most
 constexpr int64_t kMaxSplits = 65535;       // gridDim.y limit
 
 struct Launch {
   Strategy strategy = Strategy::kRows;
+  bool vec_cols = false;  // columns with 16-byte loads across neighbouring outputs
   RowsConfig rows{};
   ColsConfig cols{};
   dim3 grid, block;
@@ -48,12 +50,62 @@ inline int choose_splits(int64_t tiles, int64_t units, int64_t min_units, int64_
   return static_cast<int>(std::min({want, most, kMaxSplits}));
 }
 
-template <class Op, class in_t>
-Launch plan_launch(const Geometry& g, int sm_count) {
+// Resident blocks per SM of `kernel` at `threads` threads (at least 1).
+template <class Kernel>
+int occupancy(Kernel kernel, int threads) {
+  int n = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, 0) != cudaSuccess) {
+    (void)cudaGetLastError();  // leave no sticky error behind; the launch check reports real ones
+    n = 1;
+  }
+  return n > 0 ? n : 1;
+}
+
+// Occupancy of the kernel that run_launch() will start for `s`, computed once per kernel.
+template <class Op, class in_t, class out_t>
+int blocks_per_sm(Strategy s, bool vec_cols) {
+  if (s == Strategy::kColumns && vec_cols) {
+    static const int n = occupancy(cols_kernel<Op, in_t, out_t, vec_width<in_t>()>, kColsX * kColsY);
+    return n;
+  }
+  switch (s) {
+    case Strategy::kRows: {
+      static const int n = occupancy(rows_kernel<Op, in_t, out_t, true>, kRowsBlock);
+      return n;
+    }
+    case Strategy::kStrided: {
+      static const int n = occupancy(rows_kernel<Op, in_t, out_t, false>, kRowsBlock);
+      return n;
+    }
+    default: {
+      static const int n = occupancy(cols_kernel<Op, in_t, out_t, 1>, kColsX * kColsY);
+      return n;
+    }
+  }
+}
+
+// Whether every column group of kVec outputs starts on a 16-byte boundary for every reduced
+// element: aligned base, inner size a multiple of kVec, and every other stride a multiple of it.
+template <class in_t>
+bool columns_vectorizable(const Geometry& g, const void* in) {
+  constexpr int V = vec_width<in_t>();
+  if (reinterpret_cast<uintptr_t>(in) % 16 != 0) return false;
+  if (g.kept.sizes[g.kept.ndim - 1] % V != 0) return false;
+  for (int d = 0; d + 1 < g.kept.ndim; ++d)
+    if (g.kept.in_strides[d] % V != 0) return false;
+  for (int d = 0; d < g.red.ndim; ++d)
+    if (g.red.in_strides[d] % V != 0) return false;
+  return true;
+}
+
+template <class Op, class in_t, class out_t>
+Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
   Launch lc;
   lc.strategy = choose_strategy(g);
-  const int64_t target = sm_count * kBlocksPerSm;
-  const int64_t cap = sm_count * kGridCapPerSm;
+  lc.vec_cols = lc.strategy == Strategy::kColumns && columns_vectorizable<in_t>(g, in);
+  const int64_t target =
+      int64_t(sm_count) * blocks_per_sm<Op, in_t, out_t>(lc.strategy, lc.vec_cols);
+  const int64_t cap = target * kGridCapWaves;
   const int64_t M = g.num_outputs, K = g.reduce_len;
   int splits = 1;
   int64_t tiles = 0;
@@ -61,12 +113,13 @@ Launch plan_launch(const Geometry& g, int sm_count) {
   if (lc.strategy == Strategy::kColumns) {
     ColsConfig& c = lc.cols;
     c.inner = g.kept.sizes[g.kept.ndim - 1];
-    c.col_tiles = ceil_div(c.inner, kColsX);
+    const int64_t tile_cols = kColsX * (lc.vec_cols ? vec_width<in_t>() : 1);
+    c.col_tiles = ceil_div(c.inner, tile_cols);
     c.tiles = tiles = (M / c.inner) * c.col_tiles;
     c.splits = splits = choose_splits(tiles, K, kColsY * kUnroll * 2, target);
     c.per_split = ceil_div(K, splits);
     lc.block = dim3(kColsX, kColsY);
-    lc.partials = splits > 1 ? tiles * kColsX * splits : 0;
+    lc.partials = splits > 1 ? tiles * tile_cols * splits : 0;
   } else {
     RowsConfig& r = lc.rows;
     const int V = lc.strategy == Strategy::kRows ? vec_width<in_t>() : 1;
@@ -98,8 +151,12 @@ void run_launch(const Launch& lc, const Geometry& g, const in_t* in, out_t* out,
           <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.rows, partials, counters);
       break;
     case Strategy::kColumns:
-      cols_kernel<Op, in_t, out_t>
-          <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cols, partials, counters);
+      if (lc.vec_cols)
+        cols_kernel<Op, in_t, out_t, vec_width<in_t>()>
+            <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cols, partials, counters);
+      else
+        cols_kernel<Op, in_t, out_t, 1>
+            <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cols, partials, counters);
       break;
   }
 }

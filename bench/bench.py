@@ -1,0 +1,302 @@
+"""The benchmark grid: treduce against torch eager, torch.compile (Inductor), CuPy/CUB and a
+read-only stream kernel (the ceiling), all measured in the same run.
+
+    python bench/bench.py --out DIR [--quick] [--only SUBSTRING] [--no-inductor]
+
+Timing: triton.testing.do_bench medians with the L2 flushed between repetitions; latency cells
+also time CUDA-graph replays (do_bench_cudagraph). GB/s counts the bytes read once. Writes
+DIR/results.json, DIR/results.md and DIR/bandwidth.png, DIR/latency.png, and prints the table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+import torch_reduce
+
+try:
+    import triton.testing as tt
+except ImportError:  # pragma: no cover - the bench needs triton's timers
+    sys.exit("bench.py needs triton (triton.testing.do_bench)")
+
+try:
+    import cupy
+    from cupy import _core as cupy_core
+except ImportError:
+    cupy = None
+
+try:
+    from tqdm import tqdm
+except ImportError:
+    def tqdm(it, **_):
+        return it
+
+
+@dataclass
+class Case:
+    cls: str        # shape class
+    name: str       # what is reduced
+    shape: tuple
+    dtype: torch.dtype
+    op: str         # "sum" or "amax"
+    dim: tuple | None
+    layout: str = "contiguous"
+    latency: bool = False  # also time CUDA-graph replays
+
+    def make(self) -> torch.Tensor:
+        if self.layout == "channels_last":
+            x = torch.randn(self.shape, device="cuda").to(self.dtype)
+            return x.contiguous(memory_format=torch.channels_last)
+        if self.layout == "step2":  # every other column of `shape`
+            return torch.randn(self.shape, device="cuda").to(self.dtype)[:, ::2]
+        return torch.randn(self.shape, device="cuda").to(self.dtype)
+
+
+F32, BF16, F16 = torch.float32, torch.bfloat16, torch.float16
+
+
+def grid(quick: bool) -> list[Case]:
+    cases = [
+        Case("full", "sum f32 2^30", (1 << 30,), F32, "sum", None),
+        Case("full", "sum f32 2^28", (1 << 28,), F32, "sum", None),
+        Case("full", "sum f16 2^29", (1 << 29,), F16, "sum", None),
+        Case("full", "amax bf16 2^28", (1 << 28,), BF16, "amax", None),
+        Case("rows", "sum f32 (16384,16384) d1", (16384, 16384), F32, "sum", (1,)),
+        Case("rows", "sum f32 (4096,4096) d1", (4096, 4096), F32, "sum", (1,)),
+        Case("rows", "amax bf16 (8192,8192) d1", (8192, 8192), BF16, "amax", (1,)),
+        Case("columns", "sum f32 (16384,16384) d0", (16384, 16384), F32, "sum", (0,)),
+        Case("columns", "sum f32 (4096,4096) d0", (4096, 4096), F32, "sum", (0,)),
+        Case("columns", "amax bf16 (16384,16384) d0", (16384, 16384), BF16, "amax", (0,)),
+        Case("bias grad", "sum f32 (8,4096,4096) d(0,1)", (8, 4096, 4096), F32, "sum", (0, 1)),
+        Case("short rows", "sum f32 (2^25,2) d1", (1 << 25, 2), F32, "sum", (1,)),
+        Case("short rows", "sum f32 (2^23,8) d1", (1 << 23, 8), F32, "sum", (1,)),
+        Case("short rows", "sum f32 (2^21,32) d1", (1 << 21, 32), F32, "sum", (1,)),
+        Case("short rows", "sum f32 (2^19,128) d1", (1 << 19, 128), F32, "sum", (1,)),
+        Case("short rows", "amax bf16 (2^25,2) d1", (1 << 25, 2), BF16, "amax", (1,)),
+        Case("short rows", "amax bf16 (2^23,8) d1", (1 << 23, 8), BF16, "amax", (1,)),
+        Case("short rows", "amax bf16 (2^21,32) d1", (1 << 21, 32), BF16, "amax", (1,)),
+        Case("short rows", "amax bf16 (2^19,128) d1", (1 << 19, 128), BF16, "amax", (1,)),
+        Case("narrow columns", "sum f32 (262144,128) d0", (262144, 128), F32, "sum", (0,)),
+        Case("narrow columns", "sum f32 (1048576,32) d0", (1048576, 32), F32, "sum", (0,)),
+        Case("mid dim", "sum f32 (1024,1024,2) d1", (1024, 1024, 2), F32, "sum", (1,)),
+        Case("mid dim", "sum f32 (64,4096,8) d1", (64, 4096, 8), F32, "sum", (1,)),
+        Case("mid dim", "sum f32 (8,65536,4) d1", (8, 65536, 4), F32, "sum", (1,)),
+        Case("long rows", "sum f32 (8,131072) d1", (8, 131072), F32, "sum", (1,)),
+        Case("long rows", "sum f32 (64,65536) d1", (64, 65536), F32, "sum", (1,)),
+        Case("BN stats", "sum f32 (64,256,56,56) NHWC d(0,2,3)", (64, 256, 56, 56), F32, "sum",
+             (0, 2, 3), "channels_last"),
+        Case("BN stats", "sum f32 (64,256,56,56) NCHW d(0,2,3)", (64, 256, 56, 56), F32, "sum",
+             (0, 2, 3)),
+        Case("strided", "sum f32 (8192,16384)[:, ::2] d1", (8192, 16384), F32, "sum", (1,), "step2"),
+        Case("loss", "sum f32 (8192,)", (8192,), F32, "sum", None, latency=True),
+    ]
+    for e in (10, 14, 16, 20, 22, 24):
+        cases.append(Case("latency", f"sum f32 2^{e}", (1 << e,), F32, "sum", None, latency=True))
+    if quick:
+        cases = [c for c in cases if math.prod(c.shape) <= (1 << 28)]
+    return cases
+
+
+def torch_fn(case: Case):
+    if case.op == "sum":
+        return (lambda x: torch.sum(x, case.dim)) if case.dim else (lambda x: torch.sum(x))
+    return lambda x: torch.amax(x, case.dim or ())
+
+
+def ours_fn(case: Case):
+    if case.op == "sum":
+        return lambda x: torch_reduce.sum(x, case.dim)
+    return lambda x: torch_reduce.amax(x, case.dim or ())
+
+
+def cupy_fn(case: Case, x: torch.Tensor):
+    if cupy is None or x.dtype == BF16:
+        return None
+    cx = cupy.from_dlpack(x)
+    axis = case.dim
+    f = cupy.sum if case.op == "sum" else cupy.max
+    return lambda: f(cx, axis=axis)
+
+
+CEILING_SRC = r"""
+extern "C" __global__ void read_stream(const float4* __restrict__ p, long long n, float* out) {
+  float acc = 0.f;
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  const long long step = (long long)gridDim.x * blockDim.x;
+  for (; i + 3 * step < n; i += 4 * step) {
+    float4 a = p[i], b = p[i + step], c = p[i + 2 * step], d = p[i + 3 * step];
+    acc += a.x + a.y + a.z + a.w + b.x + b.y + b.z + b.w + c.x + c.y + c.z + c.w + d.x + d.y + d.z + d.w;
+  }
+  for (; i < n; i += step) { float4 a = p[i]; acc += a.x + a.y + a.z + a.w; }
+  if (acc == 1.2345e-30f) out[0] = acc;  // keeps the loads alive, never true on random data
+}
+"""
+
+
+def ceiling_fn(x: torch.Tensor):
+    """A read-only stream over the same bytes with 16-byte loads: the bandwidth ceiling."""
+    if cupy is None:
+        return None
+    kern = cupy.RawKernel(CEILING_SRC, "read_stream")
+    flat = torch.empty(x.numel() * x.element_size() // 16 * 4, device="cuda")  # same byte count
+    n = flat.numel() // 4
+    cflat = cupy.from_dlpack(flat)
+    out = cupy.zeros(1, dtype=cupy.float32)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    blocks = sms * 8
+    return lambda: kern((blocks,), (256,), (cflat, cupy.int64(n), out))
+
+
+def bench_ms(fn) -> float:
+    return tt.do_bench(fn, warmup=25, rep=100, return_mode="median")
+
+
+def graph_ms(fn) -> float:
+    return tt.do_bench_cudagraph(fn, rep=50, return_mode="median")
+
+
+def check(case: Case, x: torch.Tensor) -> None:
+    ours, theirs = ours_fn(case)(x), torch_fn(case)(x)
+    assert ours.shape == theirs.shape and ours.dtype == theirs.dtype, case.name
+    if case.op == "amax":
+        assert torch.equal(ours, theirs), case.name
+    else:
+        ref = torch_fn(case)(x.double())
+        tol = 1e-5 * torch_fn(case)(x.double().abs()) + 1e-6
+        assert ((ours.double() - ref).abs() <= tol).all(), case.name
+
+
+def run_case(case: Case, inductor: bool) -> dict:
+    torch.manual_seed(0)
+    x = case.make()
+    nbytes = x.numel() * x.element_size()
+    check(case, x)
+    row = {"class": case.cls, "case": case.name, "bytes": nbytes}
+    impls = {"treduce": lambda: ours_fn(case)(x), "torch": lambda: torch_fn(case)(x)}
+    if inductor:
+        torch._dynamo.reset()
+        compiled = torch.compile(torch_fn(case), dynamic=False)
+        compiled(x)
+        impls["inductor"] = lambda: compiled(x)
+    cf = cupy_fn(case, x)
+    if cf is not None:
+        cupy_core.set_routine_accelerators(["cub"])
+        impls["cub"] = cf
+    ceil = ceiling_fn(x)
+    if ceil is not None:
+        impls["ceiling"] = ceil
+    for name, fn in impls.items():
+        try:
+            row[f"{name}_us"] = bench_ms(fn) * 1e3
+        except Exception as e:  # a peer that cannot run this cell is reported, not fatal
+            row[f"{name}_us"] = None
+            row[f"{name}_error"] = f"{type(e).__name__}: {e}"[:200]
+    if case.latency:
+        for name in ("treduce", "torch"):
+            row[f"{name}_graph_us"] = graph_ms(impls[name]) * 1e3
+    del x
+    torch.cuda.empty_cache()
+    return row
+
+
+def fmt_table(rows: list[dict]) -> str:
+    peers = ["torch", "inductor", "cub"]
+    head = ("| class | case | treduce µs | TB/s | % ceiling | " +
+            " | ".join(f"× {p}" for p in peers) + " | graph µs (ours / torch) |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        us = r.get("treduce_us")
+        tbs = r["bytes"] / (us * 1e-6) / 1e12 if us else float("nan")
+        ceil = r.get("ceiling_us")
+        pct = f"{100 * ceil / us:.0f}%" if ceil and us else "—"
+        ratios = []
+        for p in peers:
+            t = r.get(f"{p}_us")
+            ratios.append(f"{t / us:.2f}" if t and us else "—")
+        graph = (f"{r['treduce_graph_us']:.1f} / {r['torch_graph_us']:.1f}"
+                 if "treduce_graph_us" in r else "")
+        lines.append(f"| {r['class']} | {r['case']} | {us:.1f} | {tbs:.2f} | {pct} | " +
+                     " | ".join(ratios) + f" | {graph} |")
+    return "\n".join(lines)
+
+
+def plots(rows: list[dict], out: Path) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    big = [r for r in rows if r["class"] != "latency"]
+    fig, ax = plt.subplots(figsize=(12, 0.32 * len(big) + 1.5))
+    names = [r["case"] for r in big]
+    ys = range(len(big))
+    for k, (impl, color) in enumerate([("treduce", "C0"), ("torch", "C1"), ("inductor", "C2"),
+                                       ("cub", "C3")]):
+        vals = [r["bytes"] / (r[f"{impl}_us"] * 1e-6) / 1e12 if r.get(f"{impl}_us") else 0
+                for r in big]
+        ax.barh([y + 0.2 * k for y in ys], vals, height=0.2, label=impl, color=color)
+    ceil = [r["bytes"] / (r["ceiling_us"] * 1e-6) / 1e12 if r.get("ceiling_us") else 0 for r in big]
+    ax.scatter(ceil, [y + 0.3 for y in ys], marker="|", color="k", s=200, label="read ceiling")
+    ax.set_yticks([y + 0.3 for y in ys])
+    ax.set_yticklabels(names, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("TB/s (bytes read / time)")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "bandwidth.png", dpi=110)
+    plt.close(fig)
+
+    lat = [r for r in rows if r["class"] == "latency"]
+    if lat:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        n = [r["bytes"] // 4 for r in lat]
+        for key, label in [("treduce_us", "treduce eager"), ("torch_us", "torch eager"),
+                           ("treduce_graph_us", "treduce graph"), ("torch_graph_us", "torch graph"),
+                           ("cub_us", "CUB")]:
+            vals = [r.get(key) for r in lat]
+            if any(v is not None for v in vals):
+                ax.plot(n, vals, marker="o", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("N (float32 elements, full sum)")
+        ax.set_ylabel("µs")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / "latency.png", dpi=110)
+        plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", type=Path, default=Path("bench/out"))
+    ap.add_argument("--quick", action="store_true", help="skip cells over 2^28 elements")
+    ap.add_argument("--no-inductor", action="store_true")
+    ap.add_argument("--only", default="", help="run cells whose name contains this")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    torch._dynamo.config.cache_size_limit = 256
+    cases = [c for c in grid(args.quick) if args.only in c.name or args.only in c.cls]
+    rows = []
+    for case in tqdm(cases, desc="bench", file=sys.stderr):
+        rows.append(run_case(case, inductor=not args.no_inductor))
+        (args.out / "results.json").write_text(json.dumps(rows, indent=1))
+    meta = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+            "cupy": getattr(cupy, "__version__", None)}
+    (args.out / "results.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    table = fmt_table(rows)
+    (args.out / "results.md").write_text(
+        f"# Bench results\n\n{meta}\n\nRatios are peer time / treduce time (> 1: treduce "
+        f"faster). % ceiling: the read-only stream kernel's time over ours.\n\n{table}\n")
+    plots(rows, args.out)
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
