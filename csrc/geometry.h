@@ -14,8 +14,10 @@
 
 #if defined(__CUDACC__)
 #define TR_HD __host__ __device__ __forceinline__
+#define TR_UNROLL _Pragma("unroll")
 #else
 #define TR_HD inline
+#define TR_UNROLL
 #endif
 
 namespace treduce {
@@ -54,6 +56,63 @@ struct IndexMap {
   }
 };
 
+// A fixed step through an IndexMap, split into mixed-radix digits once (on the host), so that a
+// Walker advances by it with adds and compares instead of divisions. The outermost digit is not
+// reduced modulo its size: a walk may step past the end, and the caller stops there.
+struct StepDigits {
+  int64_t d[kMaxDims] = {};
+};
+
+TR_HD StepDigits step_digits(const IndexMap& m, int64_t step) {
+  StepDigits s;
+  for (int d = m.ndim - 1; d > 0; --d) {
+    s.d[d] = step % m.sizes[d];
+    step /= m.sizes[d];
+  }
+  if (m.ndim > 0) s.d[0] = step;
+  return s;
+}
+
+// A position in an IndexMap, kept as per-dim indices. The loops run over the compile-time bound
+// kMaxDims with a guard, so that on the GPU the indices stay in registers.
+struct Walker {
+  int64_t idx[kMaxDims];
+
+  TR_HD Walker(const IndexMap& m, int64_t i) {
+TR_UNROLL
+    for (int d = kMaxDims - 1; d >= 0; --d) {
+      idx[d] = 0;
+      if (d < m.ndim) {
+        const int64_t q = d > 0 ? i / m.sizes[d] : 0;
+        idx[d] = i - q * m.sizes[d];
+        i = q;
+      }
+    }
+  }
+  TR_HD int64_t offset(const IndexMap& m) const {
+    int64_t off = 0;
+TR_UNROLL
+    for (int d = 0; d < kMaxDims; ++d)
+      if (d < m.ndim) off += idx[d] * m.in_strides[d];
+    return off;
+  }
+  TR_HD void advance(const IndexMap& m, const StepDigits& s) {
+    int64_t carry = 0;
+TR_UNROLL
+    for (int d = kMaxDims - 1; d >= 0; --d) {
+      if (d < m.ndim) {
+        int64_t v = idx[d] + s.d[d] + carry;
+        carry = 0;
+        if (d > 0 && v >= m.sizes[d]) {  // digits are below the size: one carry at most
+          v -= m.sizes[d];
+          carry = 1;
+        }
+        idx[d] = v;
+      }
+    }
+  }
+};
+
 // How the work is split; chosen by choose_strategy() from the geometry alone.
 enum class Strategy : int {
   kRows,     // reduced elements contiguous (one dim, stride 1): full reductions and rows
@@ -69,13 +128,13 @@ struct Geometry {
 };
 
 // The innermost kept dim, when it is contiguous in both input and output, can be walked by
-// consecutive threads: that is the column strategy.
+// consecutive threads: that is the column strategy (for any inner size: narrow inner dims share
+// a warp's lanes with reduced elements).
 inline Strategy choose_strategy(const Geometry& g) {
   if (g.red.ndim == 1 && g.red.in_strides[0] == 1) return Strategy::kRows;
   if (g.kept.ndim >= 1) {
     const int d = g.kept.ndim - 1;
-    if (g.kept.in_strides[d] == 1 && g.kept.out_strides[d] == 1 && g.kept.sizes[d] >= 8)
-      return Strategy::kColumns;
+    if (g.kept.in_strides[d] == 1 && g.kept.out_strides[d] == 1) return Strategy::kColumns;
   }
   return Strategy::kStrided;
 }

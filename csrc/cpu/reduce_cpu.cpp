@@ -21,28 +21,6 @@ namespace {
 constexpr int64_t kLeaf = 32;
 constexpr int64_t kChunk = 16384;
 
-// Walks the reduced elements of one output in logical order, one step at a time.
-struct Cursor {
-  const IndexMap& m;
-  int64_t idx[kMaxDims];
-  int64_t off;
-  Cursor(const IndexMap& map, int64_t r) : m(map), off(0) {
-    for (int d = m.ndim - 1; d >= 0; --d) {
-      idx[d] = r % m.sizes[d];
-      r /= m.sizes[d];
-      off += idx[d] * m.in_strides[d];
-    }
-  }
-  void next() {
-    for (int d = m.ndim - 1; d >= 0; --d) {
-      off += m.in_strides[d];
-      if (++idx[d] < m.sizes[d]) return;
-      off -= idx[d] * m.in_strides[d];
-      idx[d] = 0;
-    }
-  }
-};
-
 // Merges partials[0..n) with a fixed pairwise tree: (p0 p1) (p2 p3) ... then the pairs, etc.
 template <class Op>
 typename Op::acc_t tree_combine(typename Op::acc_t* p, int64_t n) {
@@ -86,7 +64,8 @@ typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& re
   using acc_t = typename Op::acc_t;
   Cascade<Op, 1> cascade;
   const bool contiguous = red.ndim == 1 && red.in_strides[0] == 1;
-  Cursor cur(red, r0);
+  const StepDigits one = step_digits(red, 1);
+  Walker w(red, r0);
   for (int64_t r = r0; r < r1; r += kLeaf) {
     const int64_t n = std::min(kLeaf, r1 - r);
     acc_t a[8];
@@ -98,8 +77,8 @@ typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& re
         for (int l = 0; l < 8; ++l) a[l] = Op::reduce(a[l], static_cast<acc_t>(p[j + l]));
       for (; j < n; ++j) a[j & 7] = Op::reduce(a[j & 7], static_cast<acc_t>(p[j]));
     } else {
-      for (int64_t j = 0; j < n; ++j, cur.next())
-        a[j & 7] = Op::reduce(a[j & 7], static_cast<acc_t>(in[base + cur.off]));
+      for (int64_t j = 0; j < n; ++j, w.advance(red, one))
+        a[j & 7] = Op::reduce(a[j & 7], static_cast<acc_t>(in[base + w.offset(red)]));
     }
     acc_t leaf = Op::combine(Op::combine(Op::combine(a[0], a[1]), Op::combine(a[2], a[3])),
                              Op::combine(Op::combine(a[4], a[5]), Op::combine(a[6], a[7])));
@@ -120,13 +99,14 @@ void reduce_chunk_tile(const in_t* in, int64_t base, int width, const IndexMap& 
                        int64_t r1, typename Op::acc_t* out) {
   using acc_t = typename Op::acc_t;
   Cascade<Op, kTile> cascade;
-  Cursor cur(red, r0);
+  const StepDigits one = step_digits(red, 1);
+  Walker w(red, r0);
   for (int64_t r = r0; r < r1; r += kLeaf) {
     const int64_t n = std::min(kLeaf, r1 - r);
     acc_t a[kTile];
     for (int w = 0; w < kTile; ++w) a[w] = Op::identity();
-    for (int64_t j = 0; j < n; ++j, cur.next()) {
-      const in_t* p = in + base + cur.off;
+    for (int64_t j = 0; j < n; ++j, w.advance(red, one)) {
+      const in_t* p = in + base + w.offset(red);
       if (width == kTile) {
         for (int w = 0; w < kTile; ++w) a[w] = Op::reduce(a[w], static_cast<acc_t>(p[w]));
       } else {

@@ -1,4 +1,4 @@
-// cols.cuh: one thread column per output group, for outputs that are contiguous in the input.
+// cols.cuh: threads across neighbouring outputs, for outputs that are contiguous in the input.
 //
 // What it computes: the same as rows.cuh, for geometries whose innermost kept dim has stride 1 in
 // the input and the output (columns of a row-major matrix, the middle dim of (A, B, C), NHWC
@@ -6,11 +6,13 @@
 //
 // Work split: a block is 32 x 8 threads. Each thread owns kVec neighbouring outputs and reads them
 // with one 16-byte load per reduced element when the geometry is aligned for it (kVec = 16 /
-// sizeof(in_t)), else one element (kVec = 1); a warp thus reads 32 * kVec contiguous elements of
-// one input row per load. The 8 warps of the block walk different reduced elements, kUnroll loads
-// in flight each, and meet in a shared-memory tree with sequential addressing over the 8 rows.
-// When there are too few output tiles to fill the GPU, K is also split over gridDim.y blocks,
-// combined through arrive_last().
+// sizeof(in_t)), else one element (kVec = 1). The 32 lanes of a warp are split into CX column
+// lanes (CX = col_lanes, a power of two, sized to the inner dim) times 32 / CX reduced-element
+// lanes, so that a narrow inner dim (2, 8, 32 outputs) still keeps every lane loading: a warp
+// reads 32 / CX consecutive reduced elements of CX * kVec outputs per load. The partial values
+// meet through warp shuffles across the reduced-element lanes, then a shared-memory tree with
+// sequential addressing over the 8 warps. When there are too few output tiles to fill the GPU,
+// K is also split over gridDim.y blocks, combined through arrive_last().
 //
 //   cols_kernel<SumOp<float>, float, float, 4><<<grid, dim3(32, 8), 0, stream>>>(in, out, geom,
 //                                                                     cfg, partials, counters);
@@ -25,31 +27,35 @@ constexpr int kColsX = 32;
 constexpr int kColsY = 8;
 
 struct ColsConfig {
+  int col_lanes;      // CX: lanes of a warp across outputs (power of two, 1..32)
   int64_t inner;      // size of the innermost kept dim
-  int64_t col_tiles;  // ceil(inner / (kColsX * kVec))
+  int64_t col_tiles;  // ceil(inner / (CX * kVec))
   int64_t tiles;      // (M / inner) * col_tiles
   int splits;         // S: blocks per tile along K
   int64_t per_split;  // reduced elements per split
+  StepDigits step;    // (32 / CX) * kColsY, the block's reduced-element stride, as digits
 };
 
-// Sequential-addressing tree over the kColsY rows of `smem` for the tile's kColsX * kVec columns;
-// column c ends in smem[0][c]. A thread's kVec values are its columns tx * kVec + j when it owns
-// neighbouring columns (after the loads), else columns j * kColsX + tx (after the split fold); the
-// tree itself walks columns j * kColsX + tx, which is free of bank conflicts.
+// Sequential-addressing tree over the kColsY rows of `smem`, for the tile's CX * kVec columns;
+// column c ends in smem[0][c]. Lanes cx < CX of each warp hold the values: after the loads they
+// own neighbouring columns cx * kVec + j, after the split fold columns j * CX + cx. The tree walks
+// columns j * CX + cx.
 template <class Op, int kVec, class acc_t>
 __device__ __forceinline__ void column_reduce(const acc_t (&v)[kVec],
-                                              acc_t (*smem)[kColsX * kVec + 1], int tx, int ty,
-                                              bool neighbours) {
+                                              acc_t (*smem)[kColsX * kVec + 1], int CX, int tx,
+                                              int ty, bool neighbours) {
   __syncthreads();  // earlier readers of smem (the previous tile) are done
+  if (tx < CX) {
 #pragma unroll
-  for (int j = 0; j < kVec; ++j) smem[ty][neighbours ? tx * kVec + j : j * kColsX + tx] = v[j];
+    for (int j = 0; j < kVec; ++j) smem[ty][neighbours ? tx * kVec + j : j * CX + tx] = v[j];
+  }
   __syncthreads();
 #pragma unroll
   for (int s = kColsY / 2; s > 0; s >>= 1) {
-    if (ty < s) {
+    if (ty < s && tx < CX) {
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
-        const int c = j * kColsX + tx;
+        const int c = j * CX + tx;
         smem[ty][c] = Op::combine(smem[ty][c], smem[ty + s][c]);
       }
     }
@@ -57,23 +63,34 @@ __device__ __forceinline__ void column_reduce(const acc_t (&v)[kVec],
   }
 }
 
+// At most 64 registers (4 blocks per SM) unless a thread carries over 32 bytes of accumulators.
+template <class Op, int kVec>
+constexpr int cols_min_blocks() {
+  return sizeof(typename Op::acc_t) * kVec <= 32 ? 4 : 1;
+}
+
 template <class Op, class in_t, class out_t, int kVec>
-__global__ void __launch_bounds__(kColsX* kColsY)
+__global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, kVec>())
     cols_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
                 const ColsConfig cfg, typename Op::acc_t* __restrict__ partials,
                 unsigned* __restrict__ counters) {
   using acc_t = typename Op::acc_t;
   using VecT = Vec<in_t, kVec>;
-  constexpr int kTileCols = kColsX * kVec;
-  __shared__ acc_t smem[kColsY][kTileCols + 1];
+  __shared__ acc_t smem[kColsY][kColsX * kVec + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
+  const int CX = cfg.col_lanes;
+  const int cx = tx & (CX - 1);            // which column group of the tile
+  const int lanes_r = kColsX / CX;         // reduced-element lanes per warp
+  const int rl = ty * lanes_r + tx / CX;   // this thread's reduced-element lane in the block
+  const int rows_per_step = kColsY * lanes_r;
+  const int tile_cols = CX * kVec;
   const int split = blockIdx.y;
   const int64_t K = g.reduce_len;
 
   for (int64_t tile = blockIdx.x; tile < cfg.tiles; tile += gridDim.x) {
     const int64_t outer = tile / cfg.col_tiles;
-    const int64_t col0 = (tile - outer * cfg.col_tiles) * kTileCols;  // first column of the tile
-    const int64_t col = col0 + tx * kVec;                               // this thread's first
+    const int64_t col0 = (tile - outer * cfg.col_tiles) * tile_cols;  // first column of the tile
+    const int64_t col = col0 + cx * kVec;                              // this thread's first
     acc_t acc[kVec];
 #pragma unroll
     for (int j = 0; j < kVec; ++j) acc[j] = Op::identity();
@@ -81,49 +98,58 @@ __global__ void __launch_bounds__(kColsX* kColsY)
       const in_t* __restrict__ p = in + g.kept.in_offset(outer * cfg.inner + col);
       const int64_t r0 = split * cfg.per_split;
       const int64_t r1 = r0 + cfg.per_split < K ? r0 + cfg.per_split : K;
-      int64_t r = r0 + ty;
-      for (; r + (kUnroll - 1) * kColsY < r1; r += kUnroll * kColsY) {
-        VecT x[kUnroll];
+      walk_offsets(g.red, r0 + rl, rows_per_step, cfg.step, [&](auto&& next) {
+        int64_t r = r0 + rl;
+        for (; r + (kUnroll - 1) * rows_per_step < r1; r += kUnroll * rows_per_step) {
+          VecT x[kUnroll];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u)
-          x[u] = *reinterpret_cast<const VecT*>(p + g.red.in_offset(r + u * kColsY));
+          for (int u = 0; u < kUnroll; ++u) x[u] = *reinterpret_cast<const VecT*>(p + next());
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u)
+          for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
-          for (int j = 0; j < kVec; ++j) acc[j] = Op::reduce(acc[j], to_acc<acc_t>(x[u].v[j]));
-      }
-      for (; r < r1; r += kColsY) {
-        const VecT x = *reinterpret_cast<const VecT*>(p + g.red.in_offset(r));
+            for (int j = 0; j < kVec; ++j) acc[j] = Op::reduce(acc[j], to_acc<acc_t>(x[u].v[j]));
+        }
+        for (; r < r1; r += rows_per_step) {
+          const VecT x = *reinterpret_cast<const VecT*>(p + next());
 #pragma unroll
-        for (int j = 0; j < kVec; ++j) acc[j] = Op::reduce(acc[j], to_acc<acc_t>(x.v[j]));
-      }
+          for (int j = 0; j < kVec; ++j) acc[j] = Op::reduce(acc[j], to_acc<acc_t>(x.v[j]));
+        }
+      });
     }
-    column_reduce<Op, kVec>(acc, smem, tx, ty, /*neighbours=*/true);
+    // Fold the warp's reduced-element lanes into lanes cx < CX (lanes of one column group differ
+    // by multiples of CX). Every lane takes part in the shuffles.
+    for (int offset = kColsX / 2; offset >= CX; offset >>= 1) {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) acc[j] = Op::combine(acc[j], shfl_down(acc[j], offset, 32));
+    }
+    column_reduce<Op, kVec>(acc, smem, CX, tx, ty, /*neighbours=*/true);
 
     if (cfg.splits > 1) {  // leave this block's values; the tile's last block combines them
-      acc_t* slots = partials + tile * kTileCols * cfg.splits;  // [column][split]
-      if (ty == 0) {
+      acc_t* slots = partials + tile * tile_cols * cfg.splits;  // [column][split]
+      if (ty == 0 && tx < CX) {
 #pragma unroll
         for (int j = 0; j < kVec; ++j)
-          slots[(j * kColsX + tx) * cfg.splits + split] = smem[0][j * kColsX + tx];
+          slots[(j * CX + tx) * cfg.splits + split] = smem[0][j * CX + tx];
       }
       if (!arrive_last(&counters[tile], cfg.splits)) continue;
+      if (tx < CX) {
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) {  // thread (tx, ty) folds splits ty, ty + 8, ...
-        const acc_t* slot = slots + (j * kColsX + tx) * cfg.splits;
-        acc_t v = Op::identity();
-        for (int s = ty; s < cfg.splits; s += kColsY) v = Op::combine(v, load_cg(slot + s));
-        acc[j] = v;
+        for (int j = 0; j < kVec; ++j) {  // thread (tx, ty) folds splits ty, ty + 8, ...
+          const acc_t* slot = slots + (j * CX + tx) * cfg.splits;
+          acc_t v = Op::identity();
+          for (int s = ty; s < cfg.splits; s += kColsY) v = Op::combine(v, load_cg(slot + s));
+          acc[j] = v;
+        }
       }
-      column_reduce<Op, kVec>(acc, smem, tx, ty, /*neighbours=*/false);
+      column_reduce<Op, kVec>(acc, smem, CX, tx, ty, /*neighbours=*/false);
     }
-    if (ty == 0) {
+    if (ty == 0 && tx < CX) {
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
-        const int64_t c = col0 + j * kColsX + tx;
+        const int64_t c = col0 + j * CX + tx;
         if (c < cfg.inner)
           out[g.kept.out_offset(outer * cfg.inner + c)] =
-              from_acc<out_t>(Op::finalize(smem[0][j * kColsX + tx]));
+              from_acc<out_t>(Op::finalize(smem[0][j * CX + tx]));
       }
     }
   }

@@ -6,6 +6,8 @@
 //   group_reduce        reduce across groups of G consecutive threads: the tree in shared memory
 //                       with sequential addressing (the stride halves, so the active threads stay
 //                       packed in each group's first warps) down to 32 values, then warp shuffles
+//   walk_offsets        the offsets of r, r + step, ... through an IndexMap: a pointer bump for one
+//                       dim, a Walker (no divisions) for several
 //   arrive_last         the cross-block combine: publish partials, count arrivals, and tell the
 //                       last block of a tile that it may combine them; it resets the counter
 //
@@ -19,6 +21,8 @@
 
 #include <cstdint>
 #include <type_traits>
+
+#include "../../geometry.h"
 
 namespace treduce {
 
@@ -102,6 +106,31 @@ __device__ __forceinline__ acc_t group_reduce(acc_t v, int G, acc_t* smem, int t
   for (int offset = width / 2; offset > 0; offset >>= 1)
     v = Op::combine(v, shfl_down(v, offset, width));
   return v;
+}
+
+// Runs body(next), where each next() returns the input offset of the next reduced element of the
+// walk r, r + step, r + 2 step, ... through `m`. One reduced dim (the usual case after merging)
+// gets a plain offset bump; several get a Walker, whose digits are `step` split by step_digits().
+// The two specialisations keep the one-dim loop as tight as a hand-written one.
+template <class Body>
+__device__ __forceinline__ void walk_offsets(const IndexMap& m, int64_t r, int64_t step,
+                                             const StepDigits& digits, Body&& body) {
+  if (m.ndim == 1) {
+    const int64_t delta = step * m.in_strides[0];
+    int64_t off = r * m.in_strides[0];
+    body([&] {
+      const int64_t o = off;
+      off += delta;
+      return o;
+    });
+  } else {
+    Walker w(m, r);
+    body([&] {
+      const int64_t o = w.offset(m);
+      w.advance(m, digits);
+      return o;
+    });
+  }
 }
 
 // Call after this block has written its partials for `*counter`'s tile. Returns true, in every

@@ -112,12 +112,16 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
 
   if (lc.strategy == Strategy::kColumns) {
     ColsConfig& c = lc.cols;
+    const int V = lc.vec_cols ? vec_width<in_t>() : 1;
     c.inner = g.kept.sizes[g.kept.ndim - 1];
-    const int64_t tile_cols = kColsX * (lc.vec_cols ? vec_width<in_t>() : 1);
+    c.col_lanes = std::min(kColsX, next_pow2(ceil_div(c.inner, V)));
+    const int64_t tile_cols = int64_t(c.col_lanes) * V;
+    const int64_t rows_per_step = int64_t(kColsY) * (kColsX / c.col_lanes);
     c.col_tiles = ceil_div(c.inner, tile_cols);
     c.tiles = tiles = (M / c.inner) * c.col_tiles;
-    c.splits = splits = choose_splits(tiles, K, kColsY * kUnroll * 2, target);
+    c.splits = splits = choose_splits(tiles, K, rows_per_step * kUnroll * 2, target);
     c.per_split = ceil_div(K, splits);
+    c.step = step_digits(g.red, rows_per_step);
     lc.block = dim3(kColsX, kColsY);
     lc.partials = splits > 1 ? tiles * tile_cols * splits : 0;
   } else {
@@ -128,6 +132,7 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
     r.tiles = tiles = ceil_div(M, kRowsBlock / r.group);
     r.splits = splits = choose_splits(tiles, units, int64_t(r.group) * kUnroll * 2, target);
     r.per_split = ceil_div(units, splits);
+    r.step = step_digits(g.red, r.group);
     lc.block = dim3(kRowsBlock);
     lc.partials = splits > 1 ? tiles * (kRowsBlock / r.group) * splits : 0;
   }

@@ -6,8 +6,8 @@
 // 1 to 256, is sized to the row length so that short rows do not leave lanes idle). With kContig
 // (the reduced elements are one contiguous run) each thread reads 16-byte vectors, kUnroll of them
 // in flight; a row's unaligned head and its tail (fewer than one vector each) are read as scalars.
-// Otherwise each element's offset comes from the geometry's IndexMap (the general strided
-// fallback). When there are too few rows to fill the GPU, each row is also split along K over
+// Otherwise each thread walks the reduced dims with a Walker, G elements a step, adds and compares
+// only (the general strided fallback). When there are too few rows to fill the GPU, each row is also split along K over
 // gridDim.y blocks, which combine through arrive_last() in the same launch.
 //
 // Chosen for: full reductions of contiguous data (M = 1), rows (contiguous inner dim reduced),
@@ -29,13 +29,15 @@ struct RowsConfig {
   int splits;         // S: blocks per output along K; 1 means no cross-block combine
   int64_t per_split;  // vectors (kContig) or elements (strided) per split
   int64_t tiles;      // ceil(M / (kRowsBlock / G))
+  StepDigits step;    // G as digits of the reduced dims (strided walk)
 };
 
 // This thread's share of split `split` of one output: lanes stride by G through the split.
 template <class Op, class in_t, bool kContig>
 __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restrict__ row, int64_t K,
                                                            const IndexMap& red, int lane, int G,
-                                                           int split, int64_t per_split) {
+                                                           int split, int64_t per_split,
+                                                           const StepDigits& step) {
   using acc_t = typename Op::acc_t;
   acc_t acc = Op::identity();
   if constexpr (kContig) {
@@ -72,15 +74,17 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
   } else {
     const int64_t r0 = split * per_split;
     const int64_t r1 = r0 + per_split < K ? r0 + per_split : K;
-    int64_t r = r0 + lane;
-    for (; r + (kUnroll - 1) * G < r1; r += kUnroll * G) {
-      in_t x[kUnroll];
+    walk_offsets(red, r0 + lane, G, step, [&](auto&& next) {
+      int64_t r = r0 + lane;
+      for (; r + (kUnroll - 1) * G < r1; r += kUnroll * G) {
+        in_t x[kUnroll];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) x[u] = row[red.in_offset(r + u * G)];
+        for (int u = 0; u < kUnroll; ++u) x[u] = row[next()];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) acc = Op::reduce(acc, to_acc<acc_t>(x[u]));
-    }
-    for (; r < r1; r += G) acc = Op::reduce(acc, to_acc<acc_t>(row[red.in_offset(r)]));
+        for (int u = 0; u < kUnroll; ++u) acc = Op::reduce(acc, to_acc<acc_t>(x[u]));
+      }
+      for (; r < r1; r += G) acc = Op::reduce(acc, to_acc<acc_t>(row[next()]));
+    });
   }
   return acc;
 }
@@ -105,7 +109,7 @@ __global__ void __launch_bounds__(kRowsBlock)
     acc_t acc = Op::identity();
     if (active)
       acc = rows_partial<Op, in_t, kContig>(in + g.kept.in_offset(row), g.reduce_len, g.red, lane,
-                                            G, split, cfg.per_split);
+                                            G, split, cfg.per_split, cfg.step);
     acc = group_reduce<Op>(acc, G, smem, tid);
     if (cfg.splits == 1) {
       if (active && lane == 0) out[g.kept.out_offset(row)] = from_acc<out_t>(Op::finalize(acc));
