@@ -1,14 +1,18 @@
 // dispatch.h: the dtype lists, in one place for both backends.
 //
-//   visit_dtype(t, f)          f(tag<T>) for each supported input dtype (at:: storage types)
-//   visit_sum_pair(in, out, f) f(tag<In>, tag<Out>) for each (input, output) pair a sum kernel is
-//                              instantiated for; native_sum_pair() says which pairs those are
-//   acc_of<T>                  the accumulator: double for double, float for float/half/bfloat16,
-//                              int64_t for every integer type and bool
+//   visit_dtype<fp8>(t, f)     f(tag<T>) for each supported input dtype (at:: storage types);
+//                              the float8 types too when fp8 is true
+//   visit_sum_pair<fp8>(in, out, f)  f(tag<In>, tag<Out>) for each (input, output) pair a sum,
+//                              mean or prod kernel is instantiated for; native_sum_pair() says
+//                              which pairs those are
+//   acc_of<T>                  the accumulator: double for double, float for float/half/bfloat16
+//                              and float8, int64_t for every integer type and bool
 #pragma once
 #include <c10/core/ScalarType.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Exception.h>
+#include <c10/util/Float8_e4m3fn.h>
+#include <c10/util/Float8_e5m2.h>
 #include <c10/util/Half.h>
 
 #include <cstdint>
@@ -22,14 +26,24 @@ struct tag {
 };
 
 template <class T>
+constexpr bool is_fp8_v =
+    std::is_same_v<T, c10::Float8_e4m3fn> || std::is_same_v<T, c10::Float8_e5m2>;
+
+template <class T>
+constexpr bool is_low_float_v =
+    std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16> || is_fp8_v<T>;
+
+template <class T>
 using acc_of = std::conditional_t<
     std::is_same_v<T, double>, double,
-    std::conditional_t<std::is_same_v<T, float> || std::is_same_v<T, c10::Half> ||
-                           std::is_same_v<T, c10::BFloat16>,
-                       float, int64_t>>;
+    std::conditional_t<std::is_same_v<T, float> || is_low_float_v<T>, float, int64_t>>;
 
-template <class F>
+template <bool kWithFp8 = false, class F>
 void visit_dtype(c10::ScalarType t, F&& f) {
+  if constexpr (kWithFp8) {
+    if (t == c10::kFloat8_e4m3fn) return f(tag<c10::Float8_e4m3fn>{});
+    if (t == c10::kFloat8_e5m2) return f(tag<c10::Float8_e5m2>{});
+  }
   switch (t) {
     case c10::kFloat: return f(tag<float>{});
     case c10::kDouble: return f(tag<double>{});
@@ -45,26 +59,31 @@ void visit_dtype(c10::ScalarType t, F&& f) {
   }
 }
 
-// The sum kernels' (input, output) pairs: same dtype; integer or bool to int64; half or bfloat16
-// to float; float to double. Anything else is converted to the output dtype first (plan.cpp).
+// The sum/mean/prod kernels' (input, output) pairs: same dtype; integer or bool to int64; half,
+// bfloat16 or float8 to float; float to double. Anything else is converted to the output dtype
+// first (plan.cpp).
 inline bool native_sum_pair(c10::ScalarType in, c10::ScalarType out) {
   if (in == out) return true;
   if (out == c10::kLong) return c10::isIntegralType(in, /*includeBool=*/true);
-  if (out == c10::kFloat) return in == c10::kHalf || in == c10::kBFloat16;
+  if (out == c10::kFloat)
+    return in == c10::kHalf || in == c10::kBFloat16 || in == c10::kFloat8_e4m3fn ||
+           in == c10::kFloat8_e5m2;
   if (out == c10::kDouble) return in == c10::kFloat;
   return false;
 }
 
-template <class F>
+template <bool kWithFp8 = false, class F>
 void visit_sum_pair(c10::ScalarType in, c10::ScalarType out, F&& f) {
   TORCH_CHECK(native_sum_pair(in, out), "treduce: no sum kernel for ", in, " -> ", out);
-  visit_dtype(in, [&](auto ti) {
+  visit_dtype<kWithFp8>(in, [&](auto ti) {
     using I = typename decltype(ti)::type;
-    if (in == out) return f(ti, ti);
+    if constexpr (!is_fp8_v<I>) {  // float8 results are never float8
+      if (in == out) return f(ti, ti);
+    }
     if constexpr (std::is_integral_v<I>) {
       if (out == c10::kLong) return f(ti, tag<int64_t>{});
     }
-    if constexpr (std::is_same_v<I, c10::Half> || std::is_same_v<I, c10::BFloat16>) {
+    if constexpr (is_low_float_v<I>) {
       if (out == c10::kFloat) return f(ti, tag<float>{});
     }
     if constexpr (std::is_same_v<I, float>) {

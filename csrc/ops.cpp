@@ -7,7 +7,15 @@
 TORCH_LIBRARY(treduce, m) {
   m.set_python_module("torch_reduce.ops");
   m.def("sum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
+  m.def("mean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
+  m.def("prod(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
   m.def("amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor");
+  m.def("amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor");
+  m.def("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor");
+  m.def("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor");
+  m.def("bitwise_and(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor");
+  m.def("bitwise_or(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor");
+  m.def("bitwise_xor(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor");
 }
 
 // Importing torch_reduce._C runs the static registrations above; the module itself is empty.

@@ -1,21 +1,43 @@
 #include "plan.h"
 
-#include "dispatch.h"
-
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtilsMulti.h>
 #include <c10/core/ScalarType.h>
 
 #include <algorithm>
+#include <bitset>
 #include <cstdlib>
 #include <limits>
-#include <bitset>
-#include <numeric>
+
+#include "dispatch.h"
 
 namespace treduce {
+
+const char* op_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::kSum: return "sum";
+    case OpKind::kMean: return "mean";
+    case OpKind::kProd: return "prod";
+    case OpKind::kAmax: return "amax";
+    case OpKind::kAmin: return "amin";
+    case OpKind::kArgmax: return "argmax";
+    case OpKind::kArgmin: return "argmin";
+    case OpKind::kAnd: return "bitwise_and";
+    case OpKind::kOr: return "bitwise_or";
+    case OpKind::kXor: return "bitwise_xor";
+  }
+  return "?";
+}
+
 namespace {
 
-const char* op_name(OpKind kind) { return kind == OpKind::kSum ? "sum" : "amax"; }
+bool is_fp8(at::ScalarType t) { return t == at::kFloat8_e4m3fn || t == at::kFloat8_e5m2; }
+
+bool is_arg(OpKind k) { return k == OpKind::kArgmax || k == OpKind::kArgmin; }
+bool is_extreme(OpKind k) { return k == OpKind::kAmax || k == OpKind::kAmin; }
+bool takes_dtype(OpKind k) { return k == OpKind::kSum || k == OpKind::kMean || k == OpKind::kProd; }
+// fp8 inputs: what fp8 training needs (sums, means, scales), beyond torch, which raises.
+bool takes_fp8(OpKind k) { return k == OpKind::kSum || k == OpKind::kMean || is_extreme(k); }
 
 bool supported_dtype(at::ScalarType t) {
   switch (t) {
@@ -30,20 +52,62 @@ bool supported_dtype(at::ScalarType t) {
 void check_dtype(OpKind kind, at::ScalarType t, const char* what) {
   TORCH_CHECK_TYPE(!at::isComplexType(t), "treduce.", op_name(kind), ": complex ", what,
                    " is not supported (got ", t, ")");
+  if (is_fp8(t)) {
+    TORCH_CHECK_TYPE(takes_fp8(kind) && std::string(what) == "input", "treduce.",
+                     op_name(kind), ": float8 ", what, " is not supported (got ", t,
+                     "); sum, mean, amax and amin accept float8 inputs");
+    return;
+  }
   TORCH_CHECK_TYPE(supported_dtype(t), "treduce.", op_name(kind), ": ", what, " dtype ", t,
                    " is not supported; supported dtypes are float32, float64, float16, bfloat16, "
-                   "int8, int16, int32, int64, uint8 and bool");
+                   "int8, int16, int32, int64, uint8 and bool",
+                   takes_fp8(kind) ? " (and float8 inputs)" : "");
+}
+
+// The result dtype, with torch's rules (and torch's errors) for each op.
+at::ScalarType result_dtype(OpKind kind, at::ScalarType in, std::optional<at::ScalarType> dtype) {
+  switch (kind) {
+    case OpKind::kSum:
+    case OpKind::kProd:
+      if (dtype) return *dtype;
+      if (at::isIntegralType(in, /*includeBool=*/true)) return at::kLong;
+      return is_fp8(in) ? at::kFloat : in;
+    case OpKind::kMean:
+      if (dtype) {
+        TORCH_CHECK(at::isFloatingType(*dtype), "mean(): could not infer output dtype. Optional "
+                    "dtype must be either a floating point or complex dtype. Got: ",
+                    at::toString(*dtype));
+        return *dtype;
+      }
+      TORCH_CHECK(at::isFloatingType(in), "mean(): could not infer output dtype. Input dtype "
+                  "must be either a floating point or complex dtype. Got: ", at::toString(in));
+      return is_fp8(in) ? at::kFloat : in;
+    case OpKind::kArgmax:
+    case OpKind::kArgmin:
+      TORCH_CHECK(in != at::kBool, op_name(kind), "(): does not support bool input");
+      return at::kLong;
+    case OpKind::kAnd:
+    case OpKind::kOr:
+    case OpKind::kXor:
+      TORCH_CHECK_TYPE(at::isIntegralType(in, /*includeBool=*/true), "treduce.", op_name(kind),
+                       ": only integer and bool inputs are supported (got ", in, ")");
+      return in;
+    default:  // amax, amin
+      return in;
+  }
 }
 
 struct Dim {
   int64_t size, in_stride, out_stride;
 };
 
-// Order by input stride (outermost first) and merge neighbours that are contiguous in memory
-// (in the output too, for kept dims). The sort is stable, so ties keep their logical order.
-std::vector<Dim> canonicalize(std::vector<Dim> dims, bool check_out) {
-  std::stable_sort(dims.begin(), dims.end(),
-                   [](const Dim& a, const Dim& b) { return a.in_stride > b.in_stride; });
+// Merge neighbours that are contiguous in memory (in the output too, for kept dims). With
+// `by_stride`, first order the dims by input stride (outermost first; the sort is stable, so ties
+// keep their logical order); without it the logical order is kept (the arg ops need it).
+std::vector<Dim> canonicalize(std::vector<Dim> dims, bool check_out, bool by_stride) {
+  if (by_stride)
+    std::stable_sort(dims.begin(), dims.end(),
+                     [](const Dim& a, const Dim& b) { return a.in_stride > b.in_stride; });
   std::vector<Dim> merged;
   for (const Dim& d : dims) {
     if (!merged.empty()) {
@@ -73,6 +137,23 @@ IndexMap to_map(const std::vector<Dim>& dims) {
   return m;
 }
 
+// The ops without an identity raise on an empty reduction, with torch's messages and types.
+void check_nonempty(OpKind kind, const at::Tensor& self, bool all_dims,
+                    const std::bitset<at::dim_bitset_size>& reduced) {
+  if (self.numel() != 0) return;
+  const char* name = op_name(kind);
+  if (all_dims) {
+    if (is_arg(kind))
+      TORCH_CHECK_INDEX(false, name, "(): Expected reduction dim to be specified for "
+                        "input.numel() == 0.");
+    TORCH_CHECK(false, name, "(): Expected reduction dim to be specified for input.numel() == 0. "
+                "Specify the reduction dim with the 'dim' argument.");
+  }
+  for (int64_t d = 0; d < self.dim(); ++d)
+    TORCH_CHECK_INDEX(!reduced.test(d) || self.size(d) != 0, name, "(): Expected reduction dim ",
+                      d, " to have non-zero size.");
+}
+
 }  // namespace
 
 Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, OpKind kind,
@@ -80,19 +161,14 @@ Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
   TORCH_CHECK(self.layout() == at::kStrided, "treduce.", op_name(kind),
               ": only strided (dense) tensors are supported, got layout ", self.layout());
   check_dtype(kind, self.scalar_type(), "input");
+  if (dtype.has_value()) {
+    TORCH_CHECK(takes_dtype(kind), "treduce.", op_name(kind), ": takes no dtype argument");
+    check_dtype(kind, *dtype, "output");
+  }
 
   Plan plan;
-  if (kind == OpKind::kSum) {
-    if (dtype.has_value()) {
-      check_dtype(kind, *dtype, "output");
-      plan.out_dtype = *dtype;
-    } else {
-      plan.out_dtype = at::isIntegralType(self.scalar_type(), /*includeBool=*/true)
-                           ? at::kLong : self.scalar_type();
-    }
-  } else {
-    plan.out_dtype = self.scalar_type();
-  }
+  plan.kind = kind;
+  plan.out_dtype = result_dtype(kind, self.scalar_type(), dtype);
 
   // Which dims are reduced. dim=None and dim=[] both mean every dim, as in aten::sum.dim_IntList
   // and aten::amax. Wrapping raises IndexError, a repeated dim RuntimeError, exactly as torch.
@@ -104,19 +180,7 @@ Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
   } else {
     reduced = at::dim_list_to_bitset(*dim, ndim);
   }
-
-  // amax has no identity to return for an empty reduction: torch raises RuntimeError when no dim
-  // is given and IndexError for an empty reduced dim.
-  if (kind == OpKind::kAmax && self.numel() == 0) {
-    if (all_dims) {
-      TORCH_CHECK(false, "amax(): Expected reduction dim to be specified for "
-                        "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
-    }
-    for (int64_t d = 0; d < ndim; ++d) {
-      TORCH_CHECK_INDEX(!reduced.test(d) || self.size(d) != 0, "amax(): Expected reduction dim ",
-                        d, " to have non-zero size.");
-    }
-  }
+  if (is_extreme(kind) || is_arg(kind)) check_nonempty(kind, self, all_dims, reduced);
 
   // Output shape, and the contiguous output stride of each kept dim.
   std::vector<int64_t> out_stride(std::max<int64_t>(ndim, 1), 0);
@@ -140,12 +204,13 @@ Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
   }
 
   plan.input = self;
-  if (kind == OpKind::kSum && !native_sum_pair(self.scalar_type(), plan.out_dtype)) {
+  if (takes_dtype(kind) && !native_sum_pair(self.scalar_type(), plan.out_dtype)) {
     plan.input = self.to(plan.out_dtype);
   }
 
-  kept = canonicalize(kept, /*check_out=*/true);
-  red = canonicalize(red, /*check_out=*/false);
+  const bool logical = is_arg(kind);  // the reduced index must be torch's index
+  kept = canonicalize(kept, /*check_out=*/true, /*by_stride=*/true);
+  red = canonicalize(red, /*check_out=*/false, /*by_stride=*/!logical);
   if (static_cast<int>(kept.size()) > kMaxDims || static_cast<int>(red.size()) > kMaxDims) {
     // Rare: more than kMaxDims dims that cannot be merged. Copy into (kept..., reduced...) order,
     // where each side is one contiguous dim.
@@ -198,22 +263,31 @@ at::Tensor new_output(const Plan& plan) {
   return out;
 }
 
-}  // namespace
-
-at::Tensor run_sum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                   std::optional<at::ScalarType> dtype, LaunchFn launch) {
-  const Plan plan = make_plan(self, dim, keepdim, OpKind::kSum, dtype);
-  at::Tensor out = new_output(plan);
-  if (out.numel() == 0) return out;
-  if (plan.geom.reduce_len == 0) return out.zero_();
-  launch(plan, out);
-  return out;
+// The result of reducing nothing (K == 0): the op's identity, finalized.
+void fill_identity(const Plan& plan, at::Tensor& out) {
+  switch (plan.kind) {
+    case OpKind::kProd: out.fill_(1); return;
+    case OpKind::kMean: out.fill_(std::numeric_limits<double>::quiet_NaN()); return;
+    case OpKind::kAnd:  // all bits set
+      if (out.scalar_type() == at::kBool) out.fill_(true);
+      else if (out.scalar_type() == at::kByte) out.fill_(0xFF);
+      else out.fill_(-1);
+      return;
+    default: out.zero_(); return;  // sum, or, xor (the others never reduce nothing)
+  }
 }
 
-at::Tensor run_amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, LaunchFn launch) {
-  const Plan plan = make_plan(self, dim, keepdim, OpKind::kAmax, std::nullopt);
+}  // namespace
+
+at::Tensor run_reduce(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                      OpKind kind, std::optional<at::ScalarType> dtype, LaunchFn launch) {
+  const Plan plan = make_plan(self, dim, keepdim, kind, dtype);
   at::Tensor out = new_output(plan);
   if (out.numel() == 0) return out;
+  if (plan.geom.reduce_len == 0) {
+    fill_identity(plan, out);
+    return out;
+  }
   launch(plan, out);
   return out;
 }

@@ -15,28 +15,52 @@
 
 namespace treduce {
 
-enum class OpKind { kSum, kAmax };
+enum class OpKind { kSum, kMean, kProd, kAmax, kAmin, kArgmax, kArgmin, kAnd, kOr, kXor };
+
+const char* op_name(OpKind kind);
 
 struct Plan {
+  OpKind kind;
   at::Tensor input;                // what `geom` describes: the input, or a converted copy of it
   std::vector<int64_t> out_shape;  // the result's shape, keepdim applied
   at::ScalarType out_dtype;        // the result's dtype
   Geometry geom;                   // M outputs x K reduced elements over `input`
-  int64_t numel_out() const { return geom.num_outputs; }
 };
 
-// Validates the call exactly as torch does (same exception types) and builds the plan.
-// `dtype` is honoured only for kSum.
+// Validates the call exactly as torch does (same exception types) and builds the plan. `dim`
+// empty or absent means every dim. `dtype` applies to sum, mean and prod. For argmax/argmin the
+// reduced dims keep their logical order, so that the reduced index is torch's index.
 Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, OpKind kind,
                std::optional<at::ScalarType> dtype);
 
-// A backend's kernel for one op: fills `out` (contiguous, plan.out_shape) from plan.input.
+// A backend's kernel: fills `out` (contiguous, plan.out_shape) from plan.input, for K >= 1.
 using LaunchFn = void (*)(const Plan& plan, at::Tensor& out);
 
-// The op entry points shared by both backends: plan, allocate the contiguous result, handle the
-// empty cases (no outputs; a sum over nothing is 0), then call the backend's kernel.
-at::Tensor run_sum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                   std::optional<at::ScalarType> dtype, LaunchFn launch);
-at::Tensor run_amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, LaunchFn launch);
+// The op entry point shared by both backends: plan, allocate the contiguous result, handle the
+// empty cases (no outputs; K == 0 gives the op's identity: 0, 1, NaN for mean, all ones for AND),
+// then call the backend's kernel.
+at::Tensor run_reduce(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                      OpKind kind, std::optional<at::ScalarType> dtype, LaunchFn launch);
+
+// Adapters from each schema's arguments to run_reduce, for TORCH_LIBRARY_IMPL in both backends.
+template <OpKind K, LaunchFn L>  // sum, mean, prod: int[1]? dim, *, ScalarType? dtype
+at::Tensor entry_dtype(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                       std::optional<at::ScalarType> dtype) {
+  return run_reduce(self, dim, keepdim, K, dtype, L);
+}
+template <OpKind K, LaunchFn L>  // amax, amin: int[1] dim=[]
+at::Tensor entry_dims(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  return run_reduce(self, dim, keepdim, K, std::nullopt, L);
+}
+template <OpKind K, LaunchFn L>  // bitwise_*: int[1]? dim
+at::Tensor entry_opt_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
+  return run_reduce(self, dim, keepdim, K, std::nullopt, L);
+}
+template <OpKind K, LaunchFn L>  // argmax, argmin: int? dim (None: the flattened index)
+at::Tensor entry_arg(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  if (!dim.has_value()) return run_reduce(self, std::nullopt, keepdim, K, std::nullopt, L);
+  const int64_t d = *dim;
+  return run_reduce(self, at::IntArrayRef(&d, 1), keepdim, K, std::nullopt, L);
+}
 
 }  // namespace treduce

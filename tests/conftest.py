@@ -33,6 +33,37 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+# Shapes: 0-d, size 1, odd and prime sizes, powers of two, several dims.
+SHAPES = [(), (1,), (7,), (1024,), (1, 1), (13, 17), (64, 33), (3, 1, 5), (257, 129),
+          (2, 3, 5, 7), (8, 4, 3, 16), (5, 6, 1, 9)]
+
+
+def dims_for(shape):
+    """None, [], a single dim, a negative dim, several dims, all dims (as a list)."""
+    nd = len(shape)
+    out = [None, []]
+    if nd >= 1:
+        out += [0, -1]
+    if nd >= 2:
+        out += [[0, nd - 1], [-1, 0] if nd == 2 else [1, -1]]
+    if nd >= 3:
+        out += [list(range(nd)), [1]]
+    if nd == 4:
+        out += [[0, 2, 3]]  # per-channel statistics
+    return out
+
+
+def cases(layout):
+    for shape in SHAPES:
+        if layout == "channels_last" and len(shape) != 4:
+            continue
+        if layout in ("transposed", "permuted", "sliced", "expanded") and len(shape) < 1:
+            continue
+        for dim in dims_for(shape):
+            for keepdim in (False, True):
+                yield shape, dim, keepdim
+
+
 def random_values(shape, dtype, device):
     """Fresh random values, never zeros: normal floats, small signed/unsigned ints, random bools."""
     if dtype.is_floating_point:

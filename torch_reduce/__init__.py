@@ -3,6 +3,7 @@
     import torch, torch_reduce
     torch.ops.treduce.sum(x, [1])          # same as x.sum(1)
     torch_reduce.amax(x, dim=(0, 2), keepdim=True)
+    torch_reduce.argmax(x, dim=1)
 """
 import torch  # noqa: F401  (loads libtorch before our extension, so "import torch_reduce" works alone)
 
@@ -29,7 +30,9 @@ def _load_extension() -> None:
 _load_extension()
 
 from . import ops  # noqa: E402  (fake kernels and autograd need the schemas from _C)
-from .ops import amax, sum  # noqa: E402
+from .ops import (amax, amin, argmax, argmin, bitwise_and, bitwise_or, bitwise_xor,  # noqa: E402
+                  mean, prod, sum)
 
-__all__ = ["sum", "amax", "ops"]
+__all__ = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "bitwise_and", "bitwise_or",
+           "bitwise_xor", "ops"]
 __version__ = "0.1.0"

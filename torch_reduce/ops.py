@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["sum", "amax"]
+__all__ = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "bitwise_and", "bitwise_or",
+           "bitwise_xor"]
 
 DimArg = int | Sequence[int] | None
 
@@ -18,6 +19,8 @@ _SUPPORTED = {
     torch.float32, torch.float64, torch.float16, torch.bfloat16,
     torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool,
 }
+_FP8 = {torch.float8_e4m3fn, torch.float8_e5m2}
+_TAKES_FP8 = {"sum", "mean", "amax", "amin"}
 
 
 def _dim_list(dim: DimArg) -> list[int] | None:
@@ -54,6 +57,63 @@ def amax(input: torch.Tensor, dim: DimArg = (), keepdim: bool = False) -> torch.
     return torch.ops.treduce.amax(input, _dim_list(dim) or [], keepdim)
 
 
+def mean(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *,
+         dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Mean of ``input`` over ``dim``; the same result and semantics as :func:`torch.mean`.
+
+    Floating inputs only, unless ``dtype=`` names a floating dtype (integers raise, as in torch).
+    The sum is divided by the count (a true division, rounded once). float8 inputs are accepted
+    (torch raises) and give float32 unless ``dtype=`` says otherwise. An empty mean is NaN.
+    """
+    return torch.ops.treduce.mean(input, _dim_list(dim), keepdim, dtype=dtype)
+
+
+def prod(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *,
+         dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Product of ``input`` over ``dim`` (several dims at once allowed), as :func:`torch.prod`.
+
+    Integer and bool inputs give int64 (with wrap-around). The product over an empty dim is 1.
+    """
+    return torch.ops.treduce.prod(input, _dim_list(dim), keepdim, dtype=dtype)
+
+
+def amin(input: torch.Tensor, dim: DimArg = (), keepdim: bool = False) -> torch.Tensor:
+    """Minimum of ``input`` over ``dim``; the same result and semantics as :func:`torch.amin`.
+
+    NaN propagates; the gradient is split evenly among tied minima; float8 inputs are accepted.
+    """
+    return torch.ops.treduce.amin(input, _dim_list(dim) or [], keepdim)
+
+
+def argmax(input: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> torch.Tensor:
+    """Index of the maximum along ``dim`` (of the flattened input when ``dim`` is None), as
+    :func:`torch.argmax`: the first index among ties, and the first NaN if there is one. Not
+    differentiable (the result is int64)."""
+    return torch.ops.treduce.argmax(input, dim, keepdim)
+
+
+def argmin(input: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> torch.Tensor:
+    """Index of the minimum along ``dim``, as :func:`torch.argmin` (first index among ties, the
+    first NaN if there is one). Not differentiable."""
+    return torch.ops.treduce.argmin(input, dim, keepdim)
+
+
+def bitwise_and(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False) -> torch.Tensor:
+    """AND of the bits of integer or bool ``input`` over ``dim`` (torch has no such reduction).
+    The result keeps the input dtype; over an empty dim it is all ones (True for bool)."""
+    return torch.ops.treduce.bitwise_and(input, _dim_list(dim), keepdim)
+
+
+def bitwise_or(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False) -> torch.Tensor:
+    """OR of the bits of integer or bool ``input`` over ``dim``; 0 over an empty dim."""
+    return torch.ops.treduce.bitwise_or(input, _dim_list(dim), keepdim)
+
+
+def bitwise_xor(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False) -> torch.Tensor:
+    """XOR of the bits of integer or bool ``input`` over ``dim``; 0 over an empty dim."""
+    return torch.ops.treduce.bitwise_xor(input, _dim_list(dim), keepdim)
+
+
 # ----------------------------------------------------------------------------------------------
 # Shape logic shared by the fake kernels and the autograd formulas. It only looks at sizes, so it
 # works with SymInts, and raises what the C++ plan (csrc/plan.cpp) raises.
@@ -88,37 +148,84 @@ def _out_shape(x: torch.Tensor, dims: list[int], keepdim: bool) -> list:
 def _check_dtype(op: str, dtype: torch.dtype, what: str) -> None:
     if dtype.is_complex:
         raise TypeError(f"treduce.{op}: complex {what} is not supported (got {dtype})")
+    if dtype in _FP8:
+        if op in _TAKES_FP8 and what == "input":
+            return
+        raise TypeError(f"treduce.{op}: float8 {what} is not supported (got {dtype})")
     if dtype not in _SUPPORTED:
         raise TypeError(f"treduce.{op}: {what} dtype {dtype} is not supported")
 
 
-def _sum_dtype(x: torch.Tensor, dtype: torch.dtype | None) -> torch.dtype:
-    _check_dtype("sum", x.dtype, "input")
+def _result_dtype(op: str, x: torch.Tensor, dtype: torch.dtype | None) -> torch.dtype:
+    """The dtype rules (and errors) of csrc/plan.cpp's result_dtype."""
+    _check_dtype(op, x.dtype, "input")
     if dtype is not None:
-        _check_dtype("sum", dtype, "output")
-        return dtype
-    return torch.int64 if not x.dtype.is_floating_point else x.dtype
+        _check_dtype(op, dtype, "output")
+    if op in ("sum", "prod"):
+        if dtype is not None:
+            return dtype
+        if not x.dtype.is_floating_point:
+            return torch.int64
+        return torch.float32 if x.dtype in _FP8 else x.dtype
+    if op == "mean":
+        if dtype is not None:
+            if not dtype.is_floating_point:
+                raise RuntimeError("mean(): could not infer output dtype. Optional dtype must be "
+                                   f"either a floating point or complex dtype. Got: {_name(dtype)}")
+            return dtype
+        if not x.dtype.is_floating_point:
+            raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either "
+                               f"a floating point or complex dtype. Got: {_name(x.dtype)}")
+        return torch.float32 if x.dtype in _FP8 else x.dtype
+    if op in ("argmax", "argmin"):
+        if x.dtype == torch.bool:
+            raise RuntimeError(f"{op}(): does not support bool input")
+        return torch.int64
+    if op.startswith("bitwise"):
+        if x.dtype.is_floating_point:
+            raise TypeError(f"treduce.{op}: only integer and bool inputs are supported "
+                            f"(got {x.dtype})")
+    return x.dtype
 
 
-@torch.library.register_fake("treduce::sum")
-def _sum_fake(x, dim=None, keepdim=False, *, dtype=None):
-    out_dtype = _sum_dtype(x, dtype)
-    return x.new_empty(_out_shape(x, _reduced_dims(x, dim), keepdim), dtype=out_dtype)
+def _name(dtype: torch.dtype) -> str:
+    return {torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char",
+            torch.uint8: "Byte", torch.bool: "Bool"}.get(dtype, str(dtype))
 
 
-@torch.library.register_fake("treduce::amax")
-def _amax_fake(x, dim=(), keepdim=False):
-    _check_dtype("amax", x.dtype, "input")
+def _check_nonempty(op: str, x: torch.Tensor, dim, dims: list[int]) -> None:
+    if x.numel() != 0:
+        return
+    if not dim:
+        if op in ("argmax", "argmin"):
+            raise IndexError(f"{op}(): Expected reduction dim to be specified for "
+                             "input.numel() == 0.")
+        raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() "
+                           "== 0. Specify the reduction dim with the 'dim' argument.")
+    for d in dims:
+        if x.shape[d] == 0:
+            raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _fake(op: str, x, dim, keepdim, dtype=None):
+    out_dtype = _result_dtype(op, x, dtype)
     dims = _reduced_dims(x, dim)
-    if x.numel() == 0:
-        if not dim:
-            raise RuntimeError(
-                "amax(): Expected reduction dim to be specified for input.numel() == 0. "
-                "Specify the reduction dim with the 'dim' argument.")
-        for d in dims:
-            if x.shape[d] == 0:
-                raise IndexError(f"amax(): Expected reduction dim {d} to have non-zero size.")
-    return x.new_empty(_out_shape(x, dims, keepdim))
+    if op in ("amax", "amin", "argmax", "argmin"):
+        _check_nonempty(op, x, dim, dims)
+    return x.new_empty(_out_shape(x, dims, keepdim), dtype=out_dtype)
+
+
+for _op in ("sum", "mean", "prod"):
+    torch.library.register_fake(f"treduce::{_op}")(
+        lambda x, dim=None, keepdim=False, *, dtype=None, _op=_op: _fake(_op, x, dim, keepdim,
+                                                                         dtype))
+for _op in ("amax", "amin", "bitwise_and", "bitwise_or", "bitwise_xor"):
+    torch.library.register_fake(f"treduce::{_op}")(
+        lambda x, dim=None, keepdim=False, _op=_op: _fake(_op, x, dim, keepdim))
+for _op in ("argmax", "argmin"):
+    torch.library.register_fake(f"treduce::{_op}")(
+        lambda x, dim=None, keepdim=False, _op=_op: _fake(
+            _op, x, None if dim is None else [dim], keepdim))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -146,15 +253,23 @@ def _sum_backward(ctx, grad):
     return g.to(ctx.in_dtype), None, None
 
 
-def _amax_setup(ctx, inputs, output):
+def _mean_backward(ctx, grad):
+    count = 1
+    for d in ctx.dims:
+        count = count * ctx.shape[d]
+    g = _restore_dims(grad, ctx.dims, ctx.keepdim).expand(ctx.shape) / count
+    return g.to(ctx.in_dtype), None, None
+
+
+def _extreme_setup(ctx, inputs, output):
     x, dim, keepdim = inputs
     ctx.dims = _reduced_dims(x, dim)
     ctx.keepdim = keepdim
     ctx.save_for_backward(x, output)
 
 
-def _amax_backward(ctx, grad):
-    # As torch: the gradient goes to every element equal to the maximum, split evenly among ties.
+def _extreme_backward(ctx, grad):
+    # As torch: the gradient goes to every element equal to the extreme, split evenly among ties.
     x, out = ctx.saved_tensors
     mask = (x == _restore_dims(out, ctx.dims, ctx.keepdim)).to(grad.dtype)
     count = mask.sum(ctx.dims, keepdim=True) if ctx.dims else mask
@@ -162,5 +277,43 @@ def _amax_backward(ctx, grad):
     return g * mask, None, None
 
 
+def _prod_setup(ctx, inputs, keyword_only_inputs, output):
+    x, dim, keepdim = inputs
+    ctx.dims = _reduced_dims(x, dim)
+    ctx.keepdim = keepdim
+    ctx.save_for_backward(x)
+
+
+def _prod_backward(ctx, grad):
+    """d prod / d x_i = the product of all the other elements, computed with exclusive products
+    from both ends, so that zeros (one or several) need no division, as in torch."""
+    (x,) = ctx.saved_tensors
+    dims = ctx.dims
+    if not dims:
+        return grad.to(x.dtype), None, None
+    keep = [d for d in range(x.dim()) if d not in dims]
+    perm = keep + dims
+    xp = x.permute(perm)
+    kept_shape = list(xp.shape[:len(keep)])
+    flat = xp.reshape(kept_shape + [-1]).to(grad.dtype)
+    if flat.shape[-1] == 0:
+        return torch.zeros_like(x), None, None
+    ones = torch.ones_like(flat[..., :1])
+    left = torch.cumprod(torch.cat([ones, flat[..., :-1]], -1), -1)
+    right = torch.cumprod(torch.cat([ones, flat.flip(-1)[..., :-1]], -1), -1).flip(-1)
+    g = grad.reshape(kept_shape + [1]) * (left * right)
+    inv = [perm.index(i) for i in range(x.dim())]
+    return g.reshape(xp.shape).permute(inv).to(x.dtype), None, None
+
+
+def _not_differentiable(name):
+    def backward(ctx, grad):
+        raise RuntimeError(f"treduce.{name} is not differentiable")
+    return backward
+
+
 torch.library.register_autograd("treduce::sum", _sum_backward, setup_context=_sum_setup)
-torch.library.register_autograd("treduce::amax", _amax_backward, setup_context=_amax_setup)
+torch.library.register_autograd("treduce::mean", _mean_backward, setup_context=_sum_setup)
+torch.library.register_autograd("treduce::prod", _prod_backward, setup_context=_prod_setup)
+torch.library.register_autograd("treduce::amax", _extreme_backward, setup_context=_extreme_setup)
+torch.library.register_autograd("treduce::amin", _extreme_backward, setup_context=_extreme_setup)

@@ -29,6 +29,15 @@ typename Op::acc_t tree_combine(typename Op::acc_t* p, int64_t n) {
   return n > 0 ? p[0] : Op::identity();
 }
 
+// One element into an accumulator; the arg ops also take the element's logical index r.
+template <class Op>
+typename Op::acc_t fold(typename Op::acc_t a, typename Op::value_t v, int64_t r) {
+  if constexpr (Op::kNeedsIndex)
+    return Op::reduce(a, v, r);
+  else
+    return Op::reduce(a, v);
+}
+
 // Binary-counter pairwise merging: push leaf j, merging equal-sized partials as it goes, so that
 // the partials form the same tree as tree_combine over all leaves (for a power-of-two count) with
 // O(log n) state. `W` outputs are carried side by side.
@@ -62,6 +71,7 @@ template <class Op, class in_t>
 typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& red, int64_t r0,
                                 int64_t r1) {
   using acc_t = typename Op::acc_t;
+  using value_t = typename Op::value_t;
   Cascade<Op, 1> cascade;
   const bool contiguous = red.ndim == 1 && red.in_strides[0] == 1;
   const StepDigits one = step_digits(red, 1);
@@ -74,11 +84,12 @@ typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& re
       const in_t* p = in + base + r;
       int64_t j = 0;
       for (; j + 8 <= n; j += 8)
-        for (int l = 0; l < 8; ++l) a[l] = Op::reduce(a[l], static_cast<acc_t>(p[j + l]));
-      for (; j < n; ++j) a[j & 7] = Op::reduce(a[j & 7], static_cast<acc_t>(p[j]));
+        for (int l = 0; l < 8; ++l)
+          a[l] = fold<Op>(a[l], static_cast<value_t>(p[j + l]), r + j + l);
+      for (; j < n; ++j) a[j & 7] = fold<Op>(a[j & 7], static_cast<value_t>(p[j]), r + j);
     } else {
       for (int64_t j = 0; j < n; ++j, w.advance(red, one))
-        a[j & 7] = Op::reduce(a[j & 7], static_cast<acc_t>(in[base + w.offset(red)]));
+        a[j & 7] = fold<Op>(a[j & 7], static_cast<value_t>(in[base + w.offset(red)]), r + j);
     }
     acc_t leaf = Op::combine(Op::combine(Op::combine(a[0], a[1]), Op::combine(a[2], a[3])),
                              Op::combine(Op::combine(a[4], a[5]), Op::combine(a[6], a[7])));
@@ -98,6 +109,7 @@ template <class Op, class in_t>
 void reduce_chunk_tile(const in_t* in, int64_t base, int width, const IndexMap& red, int64_t r0,
                        int64_t r1, typename Op::acc_t* out) {
   using acc_t = typename Op::acc_t;
+  using value_t = typename Op::value_t;
   Cascade<Op, kTile> cascade;
   const StepDigits one = step_digits(red, 1);
   Walker w(red, r0);
@@ -108,9 +120,9 @@ void reduce_chunk_tile(const in_t* in, int64_t base, int width, const IndexMap& 
     for (int64_t j = 0; j < n; ++j, w.advance(red, one)) {
       const in_t* p = in + base + w.offset(red);
       if (width == kTile) {
-        for (int w = 0; w < kTile; ++w) a[w] = Op::reduce(a[w], static_cast<acc_t>(p[w]));
+        for (int w = 0; w < kTile; ++w) a[w] = fold<Op>(a[w], static_cast<value_t>(p[w]), r + j);
       } else {
-        for (int w = 0; w < width; ++w) a[w] = Op::reduce(a[w], static_cast<acc_t>(p[w]));
+        for (int w = 0; w < width; ++w) a[w] = fold<Op>(a[w], static_cast<value_t>(p[w]), r + j);
       }
     }
     cascade.push(a);
@@ -154,40 +166,74 @@ void reduce_cpu(const Plan& plan, at::Tensor& out) {
   at::parallel_for(0, M, 4096, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const acc_t v = tree_combine<Op>(&partial[i * chunks], chunks);
-      o[g.kept.out_offset(i)] = static_cast<out_t>(Op::finalize(v));
+      o[g.kept.out_offset(i)] = static_cast<out_t>(Op::finalize(v, K));
     }
   });
 }
 
-void sum_cpu_launch(const Plan& plan, at::Tensor& out) {
-  visit_sum_pair(plan.input.scalar_type(), plan.out_dtype, [&](auto ti, auto to) {
+// Ops whose output has the input's dtype (amax, amin; bitwise for integers).
+template <template <class> class OpT, bool kWithFp8>
+void same_dtype(const Plan& plan, at::Tensor& out) {
+  visit_dtype<kWithFp8>(plan.input.scalar_type(), [&](auto t) {
+    using T = typename decltype(t)::type;
+    reduce_cpu<OpT<acc_of<T>>, T, T>(plan, out);
+  });
+}
+
+// sum, mean, prod: the (input, output) pairs of dispatch.h.
+template <template <class> class OpT>
+void with_dtype(const Plan& plan, at::Tensor& out) {
+  visit_sum_pair<true>(plan.input.scalar_type(), plan.out_dtype, [&](auto ti, auto to) {
     using in_t = typename decltype(ti)::type;
     using out_t = typename decltype(to)::type;
-    reduce_cpu<SumOp<acc_of<out_t>>, in_t, out_t>(plan, out);
+    reduce_cpu<OpT<acc_of<out_t>>, in_t, out_t>(plan, out);
   });
 }
 
-void amax_cpu_launch(const Plan& plan, at::Tensor& out) {
+template <template <class> class OpT>
+void index_of(const Plan& plan, at::Tensor& out) {
   visit_dtype(plan.input.scalar_type(), [&](auto t) {
     using T = typename decltype(t)::type;
-    reduce_cpu<MaxOp<acc_of<T>>, T, T>(plan, out);
+    reduce_cpu<OpT<acc_of<T>>, T, int64_t>(plan, out);
   });
 }
 
-at::Tensor sum_cpu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                   std::optional<at::ScalarType> dtype) {
-  return run_sum(self, dim, keepdim, dtype, &sum_cpu_launch);
+template <template <class> class OpT>
+void bitwise(const Plan& plan, at::Tensor& out) {
+  visit_dtype(plan.input.scalar_type(), [&](auto t) {
+    using T = typename decltype(t)::type;
+    if constexpr (std::is_integral_v<T>) reduce_cpu<OpT<int64_t>, T, T>(plan, out);
+  });
 }
 
-at::Tensor amax_cpu(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
-  return run_amax(self, dim, keepdim, &amax_cpu_launch);
+void cpu_launch(const Plan& plan, at::Tensor& out) {
+  switch (plan.kind) {
+    case OpKind::kSum: return with_dtype<SumOp>(plan, out);
+    case OpKind::kMean: return with_dtype<MeanOp>(plan, out);
+    case OpKind::kProd: return with_dtype<ProdOp>(plan, out);
+    case OpKind::kAmax: return same_dtype<MaxOp, true>(plan, out);
+    case OpKind::kAmin: return same_dtype<MinOp, true>(plan, out);
+    case OpKind::kArgmax: return index_of<ArgMaxOp>(plan, out);
+    case OpKind::kArgmin: return index_of<ArgMinOp>(plan, out);
+    case OpKind::kAnd: return bitwise<BitAndOp>(plan, out);
+    case OpKind::kOr: return bitwise<BitOrOp>(plan, out);
+    case OpKind::kXor: return bitwise<BitXorOp>(plan, out);
+  }
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(treduce, CPU, m) {
-  m.impl("sum", &sum_cpu);
-  m.impl("amax", &amax_cpu);
+  m.impl("sum", &entry_dtype<OpKind::kSum, &cpu_launch>);
+  m.impl("mean", &entry_dtype<OpKind::kMean, &cpu_launch>);
+  m.impl("prod", &entry_dtype<OpKind::kProd, &cpu_launch>);
+  m.impl("amax", &entry_dims<OpKind::kAmax, &cpu_launch>);
+  m.impl("amin", &entry_dims<OpKind::kAmin, &cpu_launch>);
+  m.impl("argmax", &entry_arg<OpKind::kArgmax, &cpu_launch>);
+  m.impl("argmin", &entry_arg<OpKind::kArgmin, &cpu_launch>);
+  m.impl("bitwise_and", &entry_opt_dims<OpKind::kAnd, &cpu_launch>);
+  m.impl("bitwise_or", &entry_opt_dims<OpKind::kOr, &cpu_launch>);
+  m.impl("bitwise_xor", &entry_opt_dims<OpKind::kXor, &cpu_launch>);
 }
 
 }  // namespace treduce

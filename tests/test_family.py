@@ -1,0 +1,288 @@
+"""The rest of the family: mean, prod, amin, argmax, argmin, bitwise_and/or/xor, and float8 inputs,
+against torch (or numpy for the bitwise reductions, which torch lacks).
+
+These ops have CPU kernels so far; their CUDA kernels come with the CUDA step of issue 5, and
+FAMILY_DEVICES gains "cuda" then. Calling them on a CUDA tensor today raises NotImplementedError.
+"""
+import numpy as np
+import pytest
+import torch
+
+import torch_reduce
+from conftest import (FLOAT_DTYPES, INT_DTYPES, LAYOUTS, assert_same_bits, cases, make_input)
+
+FAMILY_DEVICES = ["cpu"]
+
+
+def dim_list(dim):
+    return None if dim is None else ([dim] if isinstance(dim, int) else dim)
+
+
+def reduced(x, dim):
+    nd = max(x.dim(), 1)
+    if not dim_list(dim):
+        return list(range(x.dim()))
+    return sorted({d % nd for d in dim_list(dim)} & set(range(x.dim())))
+
+
+@pytest.mark.parametrize("device", FAMILY_DEVICES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_mean_matches_torch(device, dtype, layout):
+    for shape, dim, keepdim in cases(layout):
+        x = make_input(shape, dtype, device, layout)
+        d = dim_list(dim)
+        ours = torch.ops.treduce.mean(x, d, keepdim)
+        theirs = torch.mean(x, d, keepdim)
+        msg = f"mean {dtype} {layout} {shape} dim={dim} keepdim={keepdim}"
+        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape, msg
+        exact = torch.mean(x.double(), d, keepdim)
+        tol = {torch.float32: 4e-6, torch.float64: 1e-14, torch.float16: 1e-3,
+               torch.bfloat16: 8e-3}[dtype]
+        scale = torch.mean(x.double().abs(), d, keepdim)
+        assert ((ours.double() - exact).abs() <= tol * scale + 1e-30).all(), msg
+
+
+@pytest.mark.parametrize("device", FAMILY_DEVICES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ALL := FLOAT_DTYPES + INT_DTYPES + [torch.bool], ids=str)
+def test_amin_argmax_argmin_match_torch(device, dtype, layout):
+    for shape, dim, keepdim in cases(layout):
+        x = make_input(shape, dtype, device, layout)
+        if dtype.is_floating_point:  # ties: few distinct values
+            x = (x * 2).round().to(dtype)
+        d = dim_list(dim) or []
+        msg = f"{dtype} {layout} {shape} dim={dim} keepdim={keepdim}"
+        assert_same_bits(torch.ops.treduce.amin(x, d, keepdim), torch.amin(x, d, keepdim),
+                         "amin " + msg)
+        if dtype == torch.bool:
+            continue
+        for one in ([None] if x.dim() == 0 else [None, 0, -1]):
+            for name in ("argmax", "argmin"):
+                ours = getattr(torch.ops.treduce, name)(x, one, keepdim)
+                theirs = getattr(torch, name)(x, one, keepdim)
+                assert_same_bits(ours, theirs, f"{name} dim={one} " + msg)
+
+
+@pytest.mark.parametrize("device", FAMILY_DEVICES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int8,
+                                   torch.bool], ids=str)
+def test_prod_matches_torch(device, dtype, layout):
+    for shape, dim, keepdim in cases(layout):
+        if dtype.is_floating_point:  # values near 1, so that products stay finite
+            x = (1 + 0.02 * make_input(shape, torch.float32, device, layout)).to(dtype)
+        elif dtype == torch.bool:
+            x = make_input(shape, dtype, device, layout)
+        else:
+            x = (make_input(shape, dtype, device, layout) % 3) - 1  # -1, 0, 1 and some 2s: wraps
+        dims = reduced(x, dim)
+        # torch.prod takes one dim: reduce the dims one at a time, innermost first.
+        theirs = x.to(torch.float64 if dtype.is_floating_point else torch.int64)
+        for dd in sorted(dims, reverse=True):
+            theirs = theirs.prod(dd, keepdim=True)
+        if not keepdim:
+            theirs = theirs.reshape([s for i, s in enumerate(x.shape) if i not in dims])
+        ours = torch.ops.treduce.prod(x, dim_list(dim), keepdim)
+        msg = f"prod {dtype} {layout} {shape} dim={dim} keepdim={keepdim}"
+        assert ours.dtype == (dtype if dtype.is_floating_point else torch.int64), msg
+        assert ours.shape == theirs.shape, msg
+        if dtype.is_floating_point:
+            tol = 2e-4 if dtype == torch.float32 else 1e-12  # about K ulps at K = 33153
+            want = theirs.to(dtype).double()  # overflow or underflow where the dtype does
+            assert torch.allclose(ours.double(), want, rtol=tol, atol=0), msg
+        else:
+            assert torch.equal(ours, theirs), msg
+
+
+@pytest.mark.parametrize("device", FAMILY_DEVICES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", INT_DTYPES + [torch.bool], ids=str)
+def test_bitwise_against_numpy(device, dtype, layout):
+    for shape, dim, keepdim in cases(layout):
+        x = make_input(shape, dtype, device, layout)
+        if dtype != torch.bool:  # every bit pattern, not only small values
+            x = (x.to(torch.int64) * 2654435761 % 251).to(dtype)
+        axis = tuple(reduced(x, dim))
+        a = x.cpu().numpy()
+        for name, uf in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or),
+                         ("bitwise_xor", np.bitwise_xor)):
+            ours = getattr(torch.ops.treduce, name)(x, dim_list(dim), keepdim)
+            want = torch.from_numpy(np.asarray(uf.reduce(a, axis=axis, keepdims=keepdim)))
+            msg = f"{name} {dtype} {layout} {shape} dim={dim} keepdim={keepdim}"
+            assert ours.dtype == dtype and ours.shape == want.shape, msg
+            assert torch.equal(ours.cpu(), want.to(dtype)), msg
+
+
+# ------------------------------------------------------------------------------------------------
+# Semantics probes
+
+@pytest.mark.parametrize("device", FAMILY_DEVICES)
+def test_nan_inf_and_ties(device):
+    x = torch.tensor([[1.0, 3.0, 3.0, float("nan"), 0.5, float("nan")],
+                      [-float("inf"), 2.0, -float("inf"), 2.0, 1.0, 0.0],
+                      [5.0, 5.0, 5.0, 5.0, 5.0, 5.0]], device=device)
+    for name in ("argmax", "argmin"):
+        for dim in (None, 0, 1):
+            assert_same_bits(getattr(torch.ops.treduce, name)(x, dim),
+                             getattr(torch, name)(x, dim), f"{name} dim={dim}")
+    for dim in ([], [0], [1]):
+        assert_same_bits(torch.ops.treduce.amin(x, dim), torch.amin(x, dim))
+        assert_same_bits(torch.ops.treduce.mean(x, dim or None), torch.mean(x, dim or None))
+        assert_same_bits(torch.ops.treduce.prod(x, dim[:1] or None),
+                         torch.prod(x, dim[0]) if dim else torch.prod(x))
+
+
+@pytest.mark.parametrize("device", FAMILY_DEVICES)
+def test_empty_tensors(device):
+    e = torch.empty((0, 3), device=device)
+    assert_same_bits(torch.ops.treduce.prod(e, [0]), torch.prod(e, 0))
+    assert_same_bits(torch.ops.treduce.prod(e), torch.prod(e))
+    assert_same_bits(torch.ops.treduce.mean(e, [0]), torch.mean(e, 0))
+    assert_same_bits(torch.ops.treduce.mean(e), torch.mean(e))
+    assert_same_bits(torch.ops.treduce.amin(e, [1]), torch.amin(e, 1))
+    assert_same_bits(torch.ops.treduce.argmax(e, 1), torch.argmax(e, 1))
+    for call in (lambda m: m.amin(e), lambda m: m.amin(e, [0]), lambda m: m.argmax(e),
+                 lambda m: m.argmin(e, 0)):
+        with pytest.raises(Exception) as theirs:
+            call(torch)
+        with pytest.raises(theirs.type, match=str(theirs.value).split("(")[0]):
+            call(torch.ops.treduce)
+    for dtype, ones in ((torch.uint8, 255), (torch.int32, -1), (torch.bool, True)):
+        z = torch.empty((0, 2), dtype=dtype, device=device)
+        assert torch.ops.treduce.bitwise_and(z, [0]).tolist() == [ones, ones]
+        assert torch.ops.treduce.bitwise_or(z, [0]).tolist() == [0, 0]
+        assert torch.ops.treduce.bitwise_xor(z).item() == 0
+
+
+@pytest.mark.parametrize("device", FAMILY_DEVICES)
+def test_errors_match_torch(device):
+    i = torch.arange(6, device=device)
+    for call in (lambda m: m.mean(i), lambda m: m.mean(i.float(), dtype=torch.int32),
+                 lambda m: m.argmax(torch.ones(3, dtype=torch.bool, device=device)),
+                 lambda m: m.argmax(i, 1), lambda m: m.amin(i, [0, 0])):
+        with pytest.raises(Exception) as theirs:
+            call(torch)
+        with pytest.raises(theirs.type):
+            call(torch.ops.treduce)
+    assert torch.ops.treduce.mean(i, dtype=torch.float64).item() == 2.5
+    with pytest.raises(TypeError, match="integer and bool"):
+        torch.ops.treduce.bitwise_and(i.float())
+    with pytest.raises(TypeError, match="float8"):
+        torch.ops.treduce.prod(torch.ones(2, device=device).to(torch.float8_e4m3fn))
+
+
+@pytest.mark.parametrize("device", FAMILY_DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2], ids=str)
+def test_float8_inputs(device, dtype):
+    x = (torch.randn(37, 129, device=device) * 4).to(dtype)
+    x[3, 5] = float("nan") if dtype == torch.float8_e4m3fn else x[3, 5]
+    f = x.float()  # exact
+    for dim in ([], [0], [1]):
+        assert_same_bits(torch.ops.treduce.amax(x, dim), torch.amax(f, dim).to(dtype))
+        assert_same_bits(torch.ops.treduce.amin(x, dim), torch.amin(f, dim).to(dtype))
+        d = dim or None
+        s = torch.ops.treduce.sum(x, d)
+        assert s.dtype == torch.float32
+        ok = torch.isnan(s) == torch.isnan(torch.sum(f, d))
+        assert ok.all()
+        y = x.float().nan_to_num(0.0).to(dtype)  # finite data for the value check
+        assert torch.allclose(torch.ops.treduce.sum(y, d), torch.sum(y.double(), d).float(),
+                              rtol=1e-5, atol=1e-4)
+        m = torch.ops.treduce.mean(y, d, dtype=torch.float64)
+        assert m.dtype == torch.float64
+        assert torch.allclose(m, torch.mean(y.double(), d), rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------
+# Autograd, opcheck, compile
+
+@pytest.mark.parametrize("device", FAMILY_DEVICES)
+def test_gradcheck(device):
+    x = torch.randn(3, 4, 5, dtype=torch.float64, device=device, requires_grad=True)
+    for dim, keepdim in (([1], False), ([0, 2], True), (None, False)):
+        assert torch.autograd.gradcheck(lambda t: torch.ops.treduce.mean(t, dim, keepdim), (x,))
+        assert torch.autograd.gradcheck(lambda t: torch.ops.treduce.prod(t, dim, keepdim), (x,))
+        assert torch.autograd.gradgradcheck(lambda t: torch.ops.treduce.prod(t, dim, keepdim),
+                                            (x,))
+    distinct = (torch.randperm(60, device=device).double() / 7).reshape(3, 4, 5).requires_grad_()
+    for dim in ([1], [0, 2], []):
+        assert torch.autograd.gradcheck(lambda t: torch.ops.treduce.amin(t, dim), (distinct,))
+
+
+@pytest.mark.parametrize("device", FAMILY_DEVICES)
+def test_prod_gradient_with_zeros_like_torch(device):
+    base = torch.tensor([[2.0, 0.0, 3.0, 4.0], [0.0, 5.0, 0.0, 1.0], [1.5, 2.0, -1.0, 3.0]],
+                        device=device)
+    for dim in (None, 0, 1):
+        a, b = base.clone().requires_grad_(), base.clone().requires_grad_()
+        (torch.ops.treduce.prod(a, None if dim is None else [dim]) * 1.5).sum().backward()
+        ((torch.prod(b) if dim is None else torch.prod(b, dim)) * 1.5).sum().backward()
+        assert torch.equal(a.grad, b.grad), f"dim={dim}"
+
+
+@pytest.mark.parametrize("device", FAMILY_DEVICES)
+def test_amin_gradient_splits_ties_like_torch(device):
+    base = torch.tensor([[1.0, 1.0, 2.0], [0.0, 3.0, 0.0]], device=device)
+    for dim in ([1], [0], []):
+        a, b = base.clone().requires_grad_(), base.clone().requires_grad_()
+        torch.ops.treduce.amin(a, dim).sum().backward()
+        torch.amin(b, dim).sum().backward()
+        assert torch.equal(a.grad, b.grad)
+
+
+def test_not_differentiable_ops_say_so():
+    x = torch.randn(4, 5, requires_grad=True)
+    out = torch_reduce.argmax(x, 1)
+    assert out.dtype == torch.int64 and not out.requires_grad
+
+
+OPCHECK = [("mean", (4, 5), ([1], False), {}), ("mean", (3, 4, 5), ([0, 2], True),
+                                               {"dtype": torch.float64}),
+           ("prod", (4, 5), ([1], False), {}), ("prod", (3, 4, 5), (None, False), {}),
+           ("amin", (4, 5), ([0], True), {}), ("argmax", (4, 5), (1, False), {}),
+           ("argmin", (4, 5), (None, True), {})]
+
+
+@pytest.mark.parametrize("device", FAMILY_DEVICES)
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("case", range(len(OPCHECK)))
+def test_opcheck(device, requires_grad, case):
+    op, shape, args, kwargs = OPCHECK[case]
+    x = torch.randn(shape, device=device, requires_grad=requires_grad)
+    torch.library.opcheck(getattr(torch.ops.treduce, op).default, (x, *args), kwargs)
+
+
+@pytest.mark.parametrize("device", FAMILY_DEVICES)
+def test_opcheck_bitwise(device):
+    x = torch.randint(0, 100, (5, 6), device=device, dtype=torch.int32)
+    for op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        torch.library.opcheck(getattr(torch.ops.treduce, op).default, (x, [1], False))
+
+
+@pytest.mark.parametrize("device", FAMILY_DEVICES)
+def test_compile_fullgraph_dynamic(device):
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    def f(x, w):
+        h = x * w
+        return (torch_reduce.mean(h, 1).sum() + torch_reduce.prod(h[:, :3], 1).sum()
+                + torch_reduce.amin(h, 0).sum()
+                + torch_reduce.argmax(h, 1).sum() + torch_reduce.argmin(h).float())
+
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("inductor")
+    g = torch.compile(f, backend=counter, fullgraph=True, dynamic=True)
+    for rows in (6, 11, 20):
+        x = torch.randn(rows, 8, device=device, requires_grad=True)
+        w = torch.randn(8, device=device, requires_grad=True)
+        out = g(x, w)
+        out.backward()
+        x2, w2 = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+        h = x2 * w2
+        ref = (h.mean(1).sum() + h[:, :3].prod(1).sum() + h.amin(0).sum()
+               + h.argmax(1).sum() + h.argmin().float())
+        ref.backward()
+        assert torch.allclose(out, ref, rtol=1e-4, atol=1e-4)
+        assert torch.allclose(x.grad, x2.grad, rtol=1e-4, atol=1e-4)
+    assert counter.frame_count == 1
