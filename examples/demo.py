@@ -1,10 +1,12 @@
 """The main job: check treduce against torch on a few tensors, run one drop-in loss-aggregation
-training step, and print a small speed table (on the GPU when there is one, else on the CPU)."""
+training step, train a small MLP under torch_reduce.override() next to plain torch, and print a
+small speed table (on the GPU when there is one, else on the CPU)."""
 import time
 
 import torch
 
 import torch_reduce
+import train_mlp  # examples/train_mlp.py
 
 
 def check(device: str) -> None:
@@ -98,6 +100,7 @@ def main() -> None:
     for d in devices:
         check(d)
         training_step(d)
+    train_mlp.main(steps=50, device=devices[-1])
     speed(devices[-1])
     print("demo: all checks passed")
 

@@ -30,9 +30,10 @@ def _load_extension() -> None:
 _load_extension()
 
 from . import ops  # noqa: E402  (fake kernels and autograd need the schemas from _C)
+from .override import override  # noqa: E402
 from .ops import (amax, amin, argmax, argmin, bitwise_and, bitwise_or, bitwise_xor,  # noqa: E402
                   mean, prod, sum)
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "bitwise_and", "bitwise_or",
-           "bitwise_xor", "ops"]
+           "bitwise_xor", "override", "ops"]
 __version__ = "0.1.0"

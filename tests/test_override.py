@@ -1,0 +1,85 @@
+"""torch_reduce.override(): routing, fallback, counts, gradients, torch.compile, and the MLP
+example's loss curve against plain torch."""
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import torch_reduce
+from conftest import DEVICES
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_routes_functions_and_methods(device):
+    x = torch.randn(4, 6, device=device)
+    calls = [
+        ("sum", lambda: torch.sum(x), lambda: x.sum()),
+        ("sum", lambda: torch.sum(x, 1, True), lambda: x.sum(dim=(0, 1), dtype=torch.float64)),
+        ("amax", lambda: torch.amax(x, 1), lambda: x.amax(dim=(0,), keepdim=True)),
+        ("mean", lambda: torch.mean(x, 0), lambda: x.mean()),
+        ("prod", lambda: torch.prod(x, 1), lambda: x.prod()),
+        ("amin", lambda: torch.amin(x, 0), lambda: x.amin()),
+        ("argmax", lambda: torch.argmax(x, 1), lambda: x.argmax()),
+        ("argmin", lambda: torch.argmin(x), lambda: x.argmin(dim=0, keepdim=True)),
+    ]
+    for name, f, g in calls:
+        want_f, want_g = f(), g()
+        with torch_reduce.override() as mode:
+            got_f, got_g = f(), g()
+        has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key(
+            f"treduce::{name}", "CUDA" if device == "cuda" else "CPU")
+        assert mode.routed[name] == (2 if has_kernel else 0), name
+        assert mode.fallback[name] == (0 if has_kernel else 2), name
+        for got, want in ((got_f, want_f), (got_g, want_g)):
+            assert got.dtype == want.dtype and got.shape == want.shape, name
+            assert torch.allclose(got.double(), want.double(), rtol=1e-5, atol=1e-6), name
+
+
+def test_falls_back_when_unsupported():
+    x = torch.randn(3, 4)
+    out = torch.empty(3)
+    with torch_reduce.override() as mode:
+        torch.sum(x, 1, out=out)                                    # out=
+        torch.sum(torch.randn(3, dtype=torch.complex64))            # complex
+        torch.sum(x.to_sparse())                                    # sparse layout
+        torch.sum(torch.ones(3, device="meta"))                     # no treduce kernel there
+        torch.sum(x)                                                # routed
+    assert mode.routed["sum"] == 1
+    assert mode.fallback["sum"] == 4
+    with torch_reduce.override() as mode, pytest.raises(RuntimeError, match="mean"):
+        torch.mean(torch.arange(4))  # torch's own error, from torch
+    assert mode.fallback["mean"] == 1
+
+
+def test_gradients_flow_like_torch():
+    x = torch.randn(5, 7, requires_grad=True)
+    y = x.detach().clone().requires_grad_()
+    with torch_reduce.override() as mode:
+        (x.sum(1).pow(2).mean() + x.amax(0).sum() + x.amin() + x.prod(1).sum()).backward()
+    (y.sum(1).pow(2).mean() + y.amax(0).sum() + y.amin() + y.prod(1).sum()).backward()
+    assert sum(mode.routed.values()) >= 6
+    assert torch.allclose(x.grad, y.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_under_torch_compile():
+    def f(x):
+        return torch.sum(x * 2, 1).mean() + x.amax() + x.argmax().float()
+
+    torch._dynamo.reset()
+    compiled = torch.compile(f, fullgraph=True, dynamic=True)
+    with torch_reduce.override() as mode:
+        for n in (6, 9, 12):
+            x = torch.randn(n, 7, requires_grad=True)
+            out = compiled(x)
+            out.backward()
+            assert torch.allclose(out, f(x.detach()), rtol=1e-5)
+    assert mode.routed["sum"] >= 3 and mode.routed["amax"] >= 3
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mlp_example_matches_plain_torch(device):
+    import train_mlp
+    assert train_mlp.main(steps=20, device=device) < 1e-4
