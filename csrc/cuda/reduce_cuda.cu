@@ -1,5 +1,5 @@
-// CUDA backend entry points: the shared op entry (plan.h) with this backend's launcher, which
-// takes a device guard; plus the pool of self-resetting counters used by split reductions.
+// CUDA backend entry points: device guard, then the shared op entry (plan.cpp) with this backend's
+// launchers; plus the pool of self-resetting counters used by split reductions.
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
@@ -39,24 +39,24 @@ unsigned* counter_pool(const at::Tensor& like, cudaStream_t stream) {
 
 namespace {
 
-// The kernels run under a guard for the input's device (plan.input lives there).
-void cuda_launch(const Plan& plan, at::Tensor& out) {
-  const c10::cuda::OptionalCUDAGuard guard(plan.input.device());
-  switch (plan.kind) {
-    case OpKind::kSum: return sum_cuda_launch(plan, out);
-    case OpKind::kAmax: return amax_cuda_launch(plan, out);
-    default:
-      TORCH_CHECK_NOT_IMPLEMENTED(false, "treduce.", op_name(plan.kind),
-                                  ": no CUDA kernel is registered for this op");
-  }
+// A device guard for the input's device around everything: plan, allocation and launch.
+at::Tensor sum_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<at::ScalarType> dtype) {
+  const c10::cuda::OptionalCUDAGuard guard(self.device());
+  return run_reduce(self, dim, keepdim, OpKind::kSum, dtype, &sum_cuda_launch);
+}
+
+at::Tensor amax_cuda(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  const c10::cuda::OptionalCUDAGuard guard(self.device());
+  return run_reduce(self, dim, keepdim, OpKind::kAmax, std::nullopt, &amax_cuda_launch);
 }
 
 }  // namespace
 
 // sum and amax so far; the other ops have CPU kernels only (issue 5 adds their CUDA kernels).
 TORCH_LIBRARY_IMPL(treduce, CUDA, m) {
-  m.impl("sum", &entry_dtype<OpKind::kSum, &cuda_launch>);
-  m.impl("amax", &entry_dims<OpKind::kAmax, &cuda_launch>);
+  m.impl("sum", &sum_cuda);
+  m.impl("amax", &amax_cuda);
 }
 
 }  // namespace treduce
