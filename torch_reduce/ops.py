@@ -306,12 +306,6 @@ def _prod_backward(ctx, grad):
     return g.reshape(xp.shape).permute(inv).to(x.dtype), None, None
 
 
-def _not_differentiable(name):
-    def backward(ctx, grad):
-        raise RuntimeError(f"treduce.{name} is not differentiable")
-    return backward
-
-
 torch.library.register_autograd("treduce::sum", _sum_backward, setup_context=_sum_setup)
 torch.library.register_autograd("treduce::mean", _mean_backward, setup_context=_sum_setup)
 torch.library.register_autograd("treduce::prod", _prod_backward, setup_context=_prod_setup)

@@ -143,7 +143,18 @@ void reduce_cpu(const Plan& plan, at::Tensor& out) {
   const int64_t tiles_per_outer = (inner + kTile - 1) / kTile;
   // A task is a tile of outputs (one output unless columns) times one chunk of K.
   const int64_t tiles = columns ? (M / inner) * tiles_per_outer : M;
-  std::vector<acc_t> partial(static_cast<size_t>(M * chunks));  // [output][chunk]
+  auto store = [&](int64_t i, acc_t v) {
+    o[g.kept.out_offset(i)] = static_cast<out_t>(Op::finalize(v, K));
+  };
+  // With one chunk per output (K <= kChunk) results are stored as they are made; otherwise the
+  // chunk partials ([output][chunk]) meet in a fixed tree in a second pass.
+  std::vector<acc_t> partial(chunks > 1 ? static_cast<size_t>(M * chunks) : 0);
+  auto emit = [&](int64_t i, int64_t c, acc_t v) {
+    if (chunks == 1)
+      store(i, v);
+    else
+      partial[i * chunks + c] = v;
+  };
 
   const int64_t work_per_task = std::min(K, kChunk) * (columns ? kTile : 1);
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(work_per_task, 1));
@@ -153,21 +164,19 @@ void reduce_cpu(const Plan& plan, at::Tensor& out) {
       const int64_t tile = t / chunks, c = t % chunks;
       const int64_t r0 = c * kChunk, r1 = std::min(K, r0 + kChunk);
       if (!columns) {
-        partial[tile * chunks + c] = reduce_chunk<Op>(in, g.kept.in_offset(tile), g.red, r0, r1);
+        emit(tile, c, reduce_chunk<Op>(in, g.kept.in_offset(tile), g.red, r0, r1));
         continue;
       }
       const int64_t outer = tile / tiles_per_outer;
       const int64_t first = outer * inner + (tile % tiles_per_outer) * kTile;
       const int width = static_cast<int>(std::min<int64_t>(kTile, (outer + 1) * inner - first));
       reduce_chunk_tile<Op>(in, g.kept.in_offset(first), width, g.red, r0, r1, res);
-      for (int w = 0; w < width; ++w) partial[(first + w) * chunks + c] = res[w];
+      for (int w = 0; w < width; ++w) emit(first + w, c, res[w]);
     }
   });
+  if (chunks == 1) return;
   at::parallel_for(0, M, 4096, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const acc_t v = tree_combine<Op>(&partial[i * chunks], chunks);
-      o[g.kept.out_offset(i)] = static_cast<out_t>(Op::finalize(v, K));
-    }
+    for (int64_t i = begin; i < end; ++i) store(i, tree_combine<Op>(&partial[i * chunks], chunks));
   });
 }
 
