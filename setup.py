@@ -26,12 +26,18 @@ sources = ["csrc/ops.cpp", "csrc/plan.cpp", "csrc/cpu/reduce_cpu.cpp"]
 cxx_flags = ["-O3", "-std=c++17", "-fno-fast-math"]
 nvcc_flags = ["-O3", "-std=c++17", "--expt-relaxed-constexpr", "-lineinfo"]
 if with_cuda:
-    sources += ["csrc/cuda/reduce_cuda.cu", "csrc/cuda/sum_cuda.cu", "csrc/cuda/amax_cuda.cu"]
+    sources += [
+        f"csrc/cuda/{name}.cu"
+        for name in ("reduce_cuda", "sum_cuda", "mean_cuda", "prod_cuda", "extreme_cuda",
+                     "arg_cuda", "bitwise_cuda")
+    ]
     ext = CUDAExtension(
-        "torch_reduce._C", sources, extra_compile_args={"cxx": cxx_flags, "nvcc": nvcc_flags}
+        "torch_reduce._C", sources, extra_compile_args={"cxx": cxx_flags, "nvcc": nvcc_flags},
+        py_limited_api=True,
     )
 else:
-    ext = CppExtension("torch_reduce._C", sources, extra_compile_args={"cxx": cxx_flags})
+    ext = CppExtension("torch_reduce._C", sources, extra_compile_args={"cxx": cxx_flags},
+                       py_limited_api=True)
 
 # Recorded so that a failing import can name the torch the extension was built against.
 (ROOT / "torch_reduce" / "_build_info.py").write_text(
@@ -49,5 +55,8 @@ setup(
     ext_modules=[ext],
     cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
     install_requires=["torch==2.11.0"],
+    # The extension uses only CPython's stable ABI (csrc/ops.cpp's module init; no pybind11), so
+    # one build, `_C.abi3.so`, loads in every Python from 3.10 on (torch's minimum).
+    options={"bdist_wheel": {"py_limited_api": "cp310"}},
     python_requires=">=3.10",
 )

@@ -44,18 +44,21 @@ class Case:
     name: str       # what is reduced
     shape: tuple
     dtype: torch.dtype
-    op: str         # "sum" or "amax"
-    dim: tuple | None
+    op: str         # sum, mean, prod, amax, amin or argmax
+    dim: tuple | None  # argmax: one dim or None
     layout: str = "contiguous"
     latency: bool = False  # also time CUDA-graph replays
 
     def make(self) -> torch.Tensor:
+        x = torch.randn(self.shape, device="cuda")
+        if self.op == "prod":  # near 1, so that long products stay finite
+            x = 1 + 1e-5 * x
+        x = x.to(self.dtype)
         if self.layout == "channels_last":
-            x = torch.randn(self.shape, device="cuda").to(self.dtype)
             return x.contiguous(memory_format=torch.channels_last)
         if self.layout == "step2":  # every other column of `shape`
-            return torch.randn(self.shape, device="cuda").to(self.dtype)[:, ::2]
-        return torch.randn(self.shape, device="cuda").to(self.dtype)
+            return x[:, ::2]
+        return x
 
 
 F32, BF16, F16 = torch.float32, torch.bfloat16, torch.float16
@@ -95,6 +98,16 @@ def grid(quick: bool) -> list[Case]:
              (0, 2, 3)),
         Case("strided", "sum f32 (8192,16384)[:, ::2] d1", (8192, 16384), F32, "sum", (1,), "step2"),
         Case("loss", "sum f32 (8192,)", (8192,), F32, "sum", None, latency=True),
+        # The rest of the family, on shapes where a sum or amax cell gives the comparison.
+        Case("family", "mean f32 2^28", (1 << 28,), F32, "mean", None),
+        Case("family", "mean f32 (16384,16384) d1", (16384, 16384), F32, "mean", (1,)),
+        Case("family", "prod f32 (16384,16384) d0", (16384, 16384), F32, "prod", (0,)),
+        Case("family", "amin bf16 (8192,8192) d1", (8192, 8192), BF16, "amin", (1,)),
+        Case("family", "argmax f32 2^28", (1 << 28,), F32, "argmax", None),
+        Case("family", "argmax bf16 (1,128256) d1", (1, 128256), BF16, "argmax", (1,),
+             latency=True),
+        Case("family", "argmax bf16 (64,128256) d1", (64, 128256), BF16, "argmax", (1,),
+             latency=True),
     ]
     for e in (10, 14, 16, 20, 22, 24):
         cases.append(Case("latency", f"sum f32 2^{e}", (1 << e,), F32, "sum", None, latency=True))
@@ -103,24 +116,41 @@ def grid(quick: bool) -> list[Case]:
     return cases
 
 
+def _one_dim(case: Case):
+    if case.dim is not None and len(case.dim) != 1:
+        raise ValueError(f"{case.name}: {case.op} cells take one dim")
+    return None if case.dim is None else case.dim[0]
+
+
 def torch_fn(case: Case):
-    if case.op == "sum":
-        return (lambda x: torch.sum(x, case.dim)) if case.dim else (lambda x: torch.sum(x))
-    return lambda x: torch.amax(x, case.dim or ())
+    op = getattr(torch, case.op)
+    if case.op in ("amax", "amin"):
+        return lambda x: op(x, case.dim or ())
+    if case.op in ("prod", "argmax"):  # torch's take one dim
+        d = _one_dim(case)
+        return (lambda x: op(x)) if d is None else (lambda x: op(x, d))
+    return (lambda x: op(x, case.dim)) if case.dim else (lambda x: op(x))
 
 
 def ours_fn(case: Case):
-    if case.op == "sum":
-        return lambda x: torch_reduce.sum(x, case.dim)
-    return lambda x: torch_reduce.amax(x, case.dim or ())
+    op = getattr(torch_reduce, case.op)
+    if case.op in ("amax", "amin"):
+        return lambda x: op(x, case.dim or ())
+    if case.op == "argmax":
+        return lambda x: op(x, _one_dim(case))
+    return lambda x: op(x, case.dim)
+
+
+CUPY_OPS = {"sum": "sum", "mean": "mean", "prod": "prod", "amax": "max", "amin": "min",
+            "argmax": "argmax"}
 
 
 def cupy_fn(case: Case, x: torch.Tensor):
     if cupy is None or x.dtype == BF16:
         return None
     cx = cupy.from_dlpack(x)
-    axis = case.dim
-    f = cupy.sum if case.op == "sum" else cupy.max
+    axis = _one_dim(case) if case.op == "argmax" else case.dim
+    f = getattr(cupy, CUPY_OPS[case.op])
     return lambda: f(cx, axis=axis)
 
 
@@ -164,8 +194,13 @@ def graph_ms(fn) -> float:
 def check(case: Case, x: torch.Tensor) -> None:
     ours, theirs = ours_fn(case)(x), torch_fn(case)(x)
     assert ours.shape == theirs.shape and ours.dtype == theirs.dtype, case.name
-    if case.op == "amax":
+    if case.op in ("amax", "amin", "argmax"):
         assert torch.equal(ours, theirs), case.name
+    elif case.op == "prod":
+        # float32 products of K near-1 values drift by up to ~K ulps (torch.prod's too)
+        ref = torch_fn(case)(x.double())
+        k = x.numel() // ours.numel()
+        assert torch.allclose(ours.double(), ref, rtol=k * 2.0 ** -23, atol=0), case.name
     else:
         ref = torch_fn(case)(x.double())
         tol = 1e-5 * torch_fn(case)(x.double().abs()) + 1e-6

@@ -7,10 +7,12 @@
 //   acc_t identity()                      the value that pads: combine(identity(), a) == a
 //   acc_t reduce(acc_t acc, value_t v)    fold one element into a running accumulator; ops with
 //                                         kNeedsIndex take (acc, v, r), r the element's logical
-//                                         index along the reduced dims
+//                                         index along the reduced dims; the backends fold the
+//                                         elements of one accumulator in increasing r
 //   acc_t combine(acc_t a, acc_t b)       merge two partial results; `a` covers earlier elements
-//   finalize(acc_t a, int64_t K)          the value to store (before conversion to the output
-//                                         type); K is the number of reduced elements
+//   finalize(acc_t a, int64_t K, int64_t M)  the value to store (before conversion to the
+//                                         output type); K reduced elements per output, M outputs
+//                                         (both optional: only the means look at them)
 //
 // value_t is the type each loaded element is converted to (exactly): acc_t, or for the arg ops
 // the value part of their (value, index) accumulator.
@@ -36,14 +38,26 @@ struct SumOp {
   TR_HD static acc_t identity() { return acc_t(0); }
   TR_HD static acc_t reduce(acc_t acc, acc_t v) { return acc + v; }
   TR_HD static acc_t combine(acc_t a, acc_t b) { return a + b; }
-  TR_HD static acc_t finalize(acc_t a, int64_t = 0) { return a; }
+  TR_HD static acc_t finalize(acc_t a, int64_t = 0, int64_t = 0) { return a; }
 };
 
-// The sum divided by the count (a true division, rounded once in the accumulator type).
+// The sum divided by the count (a true division, rounded once in the accumulator type): the CPU
+// backend, where torch divides the sum by K.
 template <class T>
 struct MeanOp : SumOp<T> {
-  TR_HD static T finalize(T a, int64_t K) {
+  TR_HD static T finalize(T a, int64_t K, int64_t = 0) {
     return static_cast<T>(static_cast<double>(a) / static_cast<double>(K));
+  }
+};
+
+// The sum times factor = T(M) / T(M * K): the CUDA backend, where torch's mean kernel multiplies
+// by exactly this factor (aten mean_kernel_impl), so that results agree with torch bit for bit
+// whenever the sums do.
+template <class T>
+struct ScaledMeanOp : SumOp<T> {
+  TR_HD static T finalize(T a, int64_t K, int64_t M) {
+    const T factor = static_cast<T>(M) / static_cast<T>(M * K);
+    return a * factor;
   }
 };
 
@@ -55,7 +69,7 @@ struct ProdOp {
   TR_HD static acc_t identity() { return acc_t(1); }
   TR_HD static acc_t reduce(acc_t acc, acc_t v) { return acc * v; }
   TR_HD static acc_t combine(acc_t a, acc_t b) { return a * b; }
-  TR_HD static acc_t finalize(acc_t a, int64_t = 0) { return a; }
+  TR_HD static acc_t finalize(acc_t a, int64_t = 0, int64_t = 0) { return a; }
 };
 
 // Bitwise reductions of integer (int64 accumulator) values; the identity is all ones for AND.
@@ -69,7 +83,7 @@ struct BitOp {
     return kKind == 0 ? (a & b) : kKind == 1 ? (a | b) : (a ^ b);
   }
   TR_HD static acc_t reduce(acc_t acc, acc_t v) { return combine(acc, v); }
-  TR_HD static acc_t finalize(acc_t a, int64_t = 0) { return a; }
+  TR_HD static acc_t finalize(acc_t a, int64_t = 0, int64_t = 0) { return a; }
 };
 template <class T> using BitAndOp = BitOp<T, 0>;
 template <class T> using BitOrOp = BitOp<T, 1>;
@@ -85,6 +99,8 @@ TR_HD T worst_value() {
 }
 
 // Max (kMax) or min with NaN propagation: once a NaN is seen it wins, as in torch.amax/amin.
+// Written as one select (take b when b is NaN or better, unless a is NaN) so that the GPU runs it
+// without branches.
 template <class T, bool kMax>
 struct ExtremeOp {
   using acc_t = T;
@@ -92,19 +108,20 @@ struct ExtremeOp {
   static constexpr bool kNeedsIndex = false;
   TR_HD static acc_t identity() { return worst_value<T, kMax>(); }
   TR_HD static acc_t combine(acc_t a, acc_t b) {
-    if (is_nan(a)) return a;
-    if (is_nan(b)) return b;
-    return (kMax ? b > a : b < a) ? b : a;
+    const bool better = kMax ? b > a : b < a;
+    return !is_nan(a) && (better || is_nan(b)) ? b : a;
   }
   TR_HD static acc_t reduce(acc_t acc, acc_t v) { return combine(acc, v); }
-  TR_HD static acc_t finalize(acc_t a, int64_t = 0) { return a; }
+  TR_HD static acc_t finalize(acc_t a, int64_t = 0, int64_t = 0) { return a; }
 };
 template <class T> using MaxOp = ExtremeOp<T, true>;
 template <class T> using MinOp = ExtremeOp<T, false>;
 
 // argmax (kMax) / argmin: the index of the best value; the first NaN wins over any number, and
 // among equal values the lowest index wins. combine() depends only on the two (value, index)
-// pairs, never on which came first, so any reduction tree gives torch's answer.
+// pairs, never on which came first, so any reduction tree gives torch's answer. reduce() is the
+// per-element fast path: both backends fold the elements of one accumulator in increasing r, so
+// an equal value or a later NaN never replaces the one already held.
 template <class T>
 struct ValueIndex {
   T value;
@@ -119,15 +136,19 @@ struct ArgExtremeOp {
   TR_HD static acc_t identity() { return {worst_value<T, kMax>(), INT64_MAX}; }
   TR_HD static acc_t combine(acc_t a, acc_t b) {
     const bool an = is_nan(a.value), bn = is_nan(b.value);
-    if (an || bn) {
-      if (an && bn) return a.index <= b.index ? a : b;
-      return an ? a : b;
-    }
-    if (a.value == b.value) return a.index <= b.index ? a : b;
-    return (kMax ? b.value > a.value : b.value < a.value) ? b : a;
+    const bool better = kMax ? b.value > a.value : b.value < a.value;
+    const bool earlier = b.index < a.index;
+    const bool take_b = an ? (bn && earlier) : (bn || better || (b.value == a.value && earlier));
+    return take_b ? b : a;
   }
-  TR_HD static acc_t reduce(acc_t acc, T v, int64_t r) { return combine(acc, acc_t{v, r}); }
-  TR_HD static int64_t finalize(acc_t a, int64_t = 0) { return a.index; }
+  TR_HD static acc_t reduce(acc_t acc, T v, int64_t r) {  // r above every index in acc
+    const bool better = kMax ? v > acc.value : v < acc.value;
+    // acc.index > r only for the identity: the first element is taken even when it equals the
+    // identity's value (-inf for argmax, the lowest integer, ...).
+    const bool take = !is_nan(acc.value) && (better || is_nan(v) || acc.index > r);
+    return take ? acc_t{v, r} : acc;
+  }
+  TR_HD static int64_t finalize(acc_t a, int64_t = 0, int64_t = 0) { return a.index; }
 };
 template <class T> using ArgMaxOp = ArgExtremeOp<T, true>;
 template <class T> using ArgMinOp = ArgExtremeOp<T, false>;

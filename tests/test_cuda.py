@@ -13,13 +13,15 @@ BIG_CASES = [
     ((1 << 24,), None, "contiguous"),            # full, split over many blocks
     ((1 << 25,) , None, "misaligned"),           # full, unaligned start
     ((3, 1 << 23), [1], "contiguous"),           # few long rows: split rows
-    ((1 << 22, 4), [1], "contiguous"),           # short rows
+    ((1 << 22, 4), [1], "contiguous"),           # short rows (whole rows in each vector)
+    (((1 << 23) + 3, 2), [1], "contiguous"),     # K = 2: packed rows, with leftover rows
     ((1 << 16, 257), [1], "contiguous"),         # odd row length: heads and tails
     ((4096, 4096), [0], "contiguous"),           # columns
     ((1 << 20, 17), [0], "contiguous"),          # narrow columns, split K
     ((256, 8192, 8), [1], "contiguous"),         # mid dim, small inner
     ((8, 2048, 1024), [0, 1], "contiguous"),     # bias-gradient style
     ((64, 128, 56, 56), [0, 2, 3], "channels_last"),  # NHWC statistics
+    ((64, 128, 56, 56), [0, 2, 3], "contiguous"),  # NCHW statistics: runs of vectors
     ((4096, 8192), [1], "sliced"),               # strided rows
     ((4096, 4096), [1], "transposed"),           # rows of a transposed matrix = columns
     ((512, 64, 520), [0, 2], "permuted"),
@@ -39,6 +41,62 @@ def test_large_inputs(case, dtype):
     assert_sum_close(out, ref, absref, f"sum {shape} {dim} {layout}")
     d = dim or []
     assert_same_bits(torch.ops.treduce.amax(x, d), torch.amax(x, d), f"amax {shape} {dim} {layout}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", range(len(BIG_CASES)))
+def test_large_inputs_family(case, dtype):
+    """The rest of the family on the same large shapes: mean, prod, amin; argmax and argmin on
+    data with many ties (the first index must win across blocks); bitwise ops on int32."""
+    shape, dim, layout = BIG_CASES[case]
+    x = make_input(shape, dtype, "cuda", layout)
+    msg = f"{shape} {dim} {layout} {dtype}"
+    d = dim or []
+    mean = torch.ops.treduce.mean(x, dim)
+    exact = torch.mean(x.double(), dim)
+    scale = torch.mean(x.double().abs(), dim)
+    tol = 4e-6 if dtype == torch.float32 else 8e-3
+    assert mean.dtype == dtype and mean.shape == exact.shape
+    assert ((mean.double() - exact).abs() <= tol * scale).all(), "mean " + msg
+    assert_same_bits(torch.ops.treduce.amin(x, d), torch.amin(x, d), "amin " + msg)
+    # Products: ones with a few 2, 0.5 and -1 at random places, written into x's own layout.
+    # Every partial product is a signed power of two, so the result is exact and any element
+    # dropped or counted twice shows. (Near-1 floats cannot be checked tightly at this K: float32
+    # rounding alone moves a 2^24-term product by percents, in torch.prod as in ours.)
+    vals = torch.ones(shape, device="cuda")
+    flat = vals.view(-1)
+    pos = torch.randperm(flat.numel(), device="cuda")[:113]
+    flat[pos[:60]] = 2.0
+    flat[pos[60:110]] = 0.5
+    flat[pos[110:]] = -1.0
+    p = make_input(shape, dtype, "cuda", layout).copy_(vals)  # copy_ keeps the layout's strides
+    want = p.double()
+    for dd in sorted(dim if dim is not None else range(p.dim()), reverse=True):
+        want = want.prod(dd)
+    assert_same_bits(torch.ops.treduce.prod(p, dim), want.to(dtype), "prod " + msg)
+    ties = x.copy_((x.float() * 2).round().clamp(-3, 3))  # 7 distinct values, x's layout
+    args = [None] + ([dim[0]] if dim is not None and len(dim) == 1 else [])
+    for one in args:
+        for name in ("argmax", "argmin"):
+            assert_same_bits(getattr(torch.ops.treduce, name)(ties, one),
+                             getattr(torch, name)(ties, one), f"{name} dim={one} " + msg)
+    if dtype == torch.float32:
+        bits = make_input(shape, torch.int32, "cuda", layout)
+        bits.bitwise_or_(0x1100).bitwise_and_(~0x2000)  # in place: the layout stays; AND and
+        # OR over many values are then neither 0 nor -1
+        for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+            ours = getattr(torch.ops.treduce, name)(bits, dim)
+            cpu = getattr(torch.ops.treduce, name)(bits.cpu(), dim)
+            assert torch.equal(ours.cpu(), cpu), f"{name} " + msg
+
+
+def test_vocabulary_argmax_ties_bf16():
+    """(B, 128256) bf16 logits, dim 1: bf16 has many ties; the first index must win."""
+    for b in (1, 64):
+        x = torch.randn(b, 128256, device="cuda").to(torch.bfloat16)
+        x[:, 100000] = x.max()  # a tie with an earlier maximum in some rows
+        assert_same_bits(torch.ops.treduce.argmax(x, 1), torch.argmax(x, 1), f"B={b}")
+        assert_same_bits(torch.ops.treduce.argmin(x, 1), torch.argmin(x, 1), f"B={b}")
 
 
 @pytest.mark.parametrize("shape,dim", [((1 << 24,), None), ((5, 1 << 22), [1]),
@@ -152,5 +210,8 @@ def test_over_two_to_the_31_elements():
     x[7] = -1
     assert torch.ops.treduce.sum(x).item() == n - 2 + 2
     assert torch.ops.treduce.amax(x).item() == 3
+    assert torch.ops.treduce.argmax(x).item() == n - 1  # an index past 2^31
+    assert torch.ops.treduce.argmin(x).item() == 7
+    assert torch.ops.treduce.amin(x).item() == -1
     y = x.view(-1)[: (1 << 31) + 4].view(2, -1)
     assert torch.equal(torch.ops.treduce.sum(y, [1]), y.sum(1))

@@ -8,6 +8,8 @@
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/util/Float8_e4m3fn.h>
+#include <c10/util/Float8_e5m2.h>
 
 #include "../plan.h"
 #include "kernels/launch.cuh"
@@ -18,6 +20,8 @@ namespace treduce {
 template <class T> struct cuda_type { using type = T; };
 template <> struct cuda_type<c10::Half> { using type = __half; };
 template <> struct cuda_type<c10::BFloat16> { using type = __nv_bfloat16; };
+template <> struct cuda_type<c10::Float8_e4m3fn> { using type = __nv_fp8_e4m3; };
+template <> struct cuda_type<c10::Float8_e5m2> { using type = __nv_fp8_e5m2; };
 
 // kCounterCapacity zeroed counters owned by (device, stream, graph capture). Kernels leave them at
 // zero when they finish, so they are zeroed once, when first made; see reduce_cuda.cu.
@@ -47,7 +51,12 @@ void run_cuda(const Plan& plan, at::Tensor& out) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-void sum_cuda_launch(const Plan& plan, at::Tensor& out);   // sum_cuda.cu
-void amax_cuda_launch(const Plan& plan, at::Tensor& out);  // amax_cuda.cu
+// One launcher per op family, each in its own translation unit (they compile in parallel).
+void sum_cuda_launch(const Plan& plan, at::Tensor& out);      // sum_cuda.cu
+void mean_cuda_launch(const Plan& plan, at::Tensor& out);     // mean_cuda.cu
+void prod_cuda_launch(const Plan& plan, at::Tensor& out);     // prod_cuda.cu
+void extreme_cuda_launch(const Plan& plan, at::Tensor& out);  // extreme_cuda.cu: amax, amin
+void arg_cuda_launch(const Plan& plan, at::Tensor& out);      // arg_cuda.cu: argmax, argmin
+void bitwise_cuda_launch(const Plan& plan, at::Tensor& out);  // bitwise_cuda.cu
 
 }  // namespace treduce

@@ -39,24 +39,59 @@ unsigned* counter_pool(const at::Tensor& like, cudaStream_t stream) {
 
 namespace {
 
-// A device guard for the input's device around everything: plan, allocation and launch.
-at::Tensor sum_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                    std::optional<at::ScalarType> dtype) {
-  const c10::cuda::OptionalCUDAGuard guard(self.device());
-  return run_reduce(self, dim, keepdim, OpKind::kSum, dtype, &sum_cuda_launch);
+// This backend's kernel for every op: one launcher per op family.
+void cuda_launch(const Plan& plan, at::Tensor& out) {
+  switch (plan.kind) {
+    case OpKind::kSum: return sum_cuda_launch(plan, out);
+    case OpKind::kMean: return mean_cuda_launch(plan, out);
+    case OpKind::kProd: return prod_cuda_launch(plan, out);
+    case OpKind::kAmax:
+    case OpKind::kAmin: return extreme_cuda_launch(plan, out);
+    case OpKind::kArgmax:
+    case OpKind::kArgmin: return arg_cuda_launch(plan, out);
+    case OpKind::kAnd:
+    case OpKind::kOr:
+    case OpKind::kXor: return bitwise_cuda_launch(plan, out);
+  }
 }
 
-at::Tensor amax_cuda(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+// A device guard for the input's device around everything (plan, allocation, counters, launch),
+// then the shared entry for each schema form of plan.h.
+template <OpKind K>
+at::Tensor with_dtype(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                      std::optional<at::ScalarType> dtype) {
   const c10::cuda::OptionalCUDAGuard guard(self.device());
-  return run_reduce(self, dim, keepdim, OpKind::kAmax, std::nullopt, &amax_cuda_launch);
+  return entry_dtype<K, &cuda_launch>(self, dim, keepdim, dtype);
+}
+template <OpKind K>
+at::Tensor with_dims(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  const c10::cuda::OptionalCUDAGuard guard(self.device());
+  return entry_dims<K, &cuda_launch>(self, dim, keepdim);
+}
+template <OpKind K>
+at::Tensor with_opt_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
+  const c10::cuda::OptionalCUDAGuard guard(self.device());
+  return entry_opt_dims<K, &cuda_launch>(self, dim, keepdim);
+}
+template <OpKind K>
+at::Tensor with_arg(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  const c10::cuda::OptionalCUDAGuard guard(self.device());
+  return entry_arg<K, &cuda_launch>(self, dim, keepdim);
 }
 
 }  // namespace
 
-// sum and amax so far; the other ops have CPU kernels only (issue 5 adds their CUDA kernels).
 TORCH_LIBRARY_IMPL(treduce, CUDA, m) {
-  m.impl("sum", &sum_cuda);
-  m.impl("amax", &amax_cuda);
+  m.impl("sum", &with_dtype<OpKind::kSum>);
+  m.impl("mean", &with_dtype<OpKind::kMean>);
+  m.impl("prod", &with_dtype<OpKind::kProd>);
+  m.impl("amax", &with_dims<OpKind::kAmax>);
+  m.impl("amin", &with_dims<OpKind::kAmin>);
+  m.impl("argmax", &with_arg<OpKind::kArgmax>);
+  m.impl("argmin", &with_arg<OpKind::kArgmin>);
+  m.impl("bitwise_and", &with_opt_dims<OpKind::kAnd>);
+  m.impl("bitwise_or", &with_opt_dims<OpKind::kOr>);
+  m.impl("bitwise_xor", &with_opt_dims<OpKind::kXor>);
 }
 
 }  // namespace treduce

@@ -5,8 +5,8 @@
 // statistics over N, H, W, bias gradients).
 //
 // Work split: a block is 32 x 8 threads. Each thread owns kVec neighbouring outputs and reads them
-// with one 16-byte load per reduced element when the geometry is aligned for it (kVec = 16 /
-// sizeof(in_t)), else one element (kVec = 1). The 32 lanes of a warp are split into CX column
+// with one 16-byte load per reduced element when the geometry is aligned for it (kVec =
+// cols_vec(): 16 / sizeof(in_t), fewer for large accumulators), else one element (kVec = 1). The 32 lanes of a warp are split into CX column
 // lanes (CX = col_lanes, a power of two, sized to the inner dim) times 32 / CX reduced-element
 // lanes, so that a narrow inner dim (2, 8, 32 outputs) still keeps every lane loading: a warp
 // reads 32 / CX consecutive reduced elements of CX * kVec outputs per load. The partial values
@@ -63,6 +63,15 @@ __device__ __forceinline__ void column_reduce(const acc_t (&v)[kVec],
   }
 }
 
+// Outputs per thread in the vector variant: one 16-byte load's worth, unless that would give a
+// thread over 128 bytes of accumulators (the arg ops on 1-byte inputs: 8-byte loads then).
+template <class Op, class in_t>
+constexpr int cols_vec() {
+  constexpr int v = vec_width<in_t>();
+  constexpr int most = 128 / static_cast<int>(sizeof(typename Op::acc_t));
+  return v < most ? v : most;
+}
+
 // At most 64 registers (4 blocks per SM) unless a thread carries over 32 bytes of accumulators.
 template <class Op, int kVec>
 constexpr int cols_min_blocks() {
@@ -107,12 +116,13 @@ __global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, kVec>())
 #pragma unroll
           for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
-            for (int j = 0; j < kVec; ++j) acc[j] = Op::reduce(acc[j], to_acc<acc_t>(x[u].v[j]));
+            for (int j = 0; j < kVec; ++j)
+              acc[j] = fold<Op>(acc[j], x[u].v[j], r + u * rows_per_step);
         }
         for (; r < r1; r += rows_per_step) {
           const VecT x = *reinterpret_cast<const VecT*>(p + next());
 #pragma unroll
-          for (int j = 0; j < kVec; ++j) acc[j] = Op::reduce(acc[j], to_acc<acc_t>(x.v[j]));
+          for (int j = 0; j < kVec; ++j) acc[j] = fold<Op>(acc[j], x.v[j], r);
         }
       });
     }
@@ -149,7 +159,7 @@ __global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, kVec>())
         const int64_t c = col0 + j * CX + tx;
         if (c < cfg.inner)
           out[g.kept.out_offset(outer * cfg.inner + c)] =
-              from_acc<out_t>(Op::finalize(smem[0][j * CX + tx]));
+              from_acc<out_t>(Op::finalize(smem[0][j * CX + tx], K, g.num_outputs));
       }
     }
   }

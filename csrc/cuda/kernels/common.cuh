@@ -2,6 +2,10 @@
 //
 //   to_acc / from_acc   storage type <-> accumulator (exact for every input; rounding on store)
 //   Vec<T, N>           an aligned vector of N elements, loaded with one 16-byte instruction
+//   fold<Op>            one loaded element into an accumulator (with its logical index r for the
+//                       ops that need one: argmax, argmin)
+//   fold_vec<Op>        a loaded vector of one output's consecutive elements into its accumulator:
+//                       max/min of half or bfloat16 pairs first, with the packed instructions
 //   shfl_down           a warp shuffle for any accumulator type
 //   group_reduce        reduce across groups of G consecutive threads: the tree in shared memory
 //                       with sequential addressing (the stride halves, so the active threads stay
@@ -18,11 +22,13 @@
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cstdint>
 #include <type_traits>
 
 #include "../../geometry.h"
+#include "../../reduce_ops.h"
 
 namespace treduce {
 
@@ -50,10 +56,53 @@ __device__ __forceinline__ out_t from_acc(acc_t v) {
     return static_cast<out_t>(v);
 }
 
+// One element x, the r-th of its output's reduced elements (logical order), into `acc`. For ops
+// without kNeedsIndex r is unused and its arithmetic disappears.
+template <class Op, class T>
+__device__ __forceinline__ typename Op::acc_t fold(typename Op::acc_t acc, T x, int64_t r) {
+  using value_t = typename Op::value_t;
+  if constexpr (Op::kNeedsIndex)
+    return Op::reduce(acc, to_acc<value_t>(x), r);
+  else
+    return Op::reduce(acc, to_acc<value_t>(x));
+}
+
 template <class T, int N>
 struct alignas(sizeof(T) * N) Vec {
   T v[N];
 };
+
+// Max/min over half or bfloat16 inputs: pairs of values go through one packed, NaN-propagating
+// instruction (__hmax2_nan, __hmin2_nan), exact since the result is one of the inputs.
+template <class Op, class T> struct packed_extreme : std::false_type {};
+template <bool kMax> struct packed_extreme<ExtremeOp<float, kMax>, __nv_bfloat16> : std::true_type {
+  using pair_t = __nv_bfloat162;
+  static constexpr bool max = kMax;
+};
+template <bool kMax> struct packed_extreme<ExtremeOp<float, kMax>, __half> : std::true_type {
+  using pair_t = __half2;
+  static constexpr bool max = kMax;
+};
+
+// The N consecutive elements of x, the first at logical index r0, into `acc`.
+template <class Op, class T, int N>
+__device__ __forceinline__ typename Op::acc_t fold_vec(typename Op::acc_t acc, const Vec<T, N>& x,
+                                                       int64_t r0) {
+  using P = packed_extreme<Op, T>;
+  if constexpr (P::value && N % 2 == 0) {
+    using pair_t = typename P::pair_t;
+    const pair_t* p = reinterpret_cast<const pair_t*>(x.v);
+    pair_t m = p[0];
+#pragma unroll
+    for (int i = 1; i < N / 2; ++i) m = P::max ? __hmax2_nan(m, p[i]) : __hmin2_nan(m, p[i]);
+    const T one = P::max ? __hmax_nan(m.x, m.y) : __hmin_nan(m.x, m.y);
+    return Op::reduce(acc, to_acc<typename Op::value_t>(one));
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) acc = fold<Op>(acc, x.v[j], r0 + j);
+    return acc;
+  }
+}
 
 // Elements per 16-byte load.
 template <class T>
@@ -82,8 +131,15 @@ template <class T>
 __device__ __forceinline__ T load_cg(const T* p) {
   if constexpr (std::is_arithmetic_v<T>) {
     return __ldcg(p);
-  } else {
-    return *reinterpret_cast<const volatile T*>(p);
+  } else {  // a struct accumulator (value, index), one 32-bit word at a time
+    static_assert(sizeof(T) % 4 == 0, "accumulator size must be a multiple of 4 bytes");
+    int words[sizeof(T) / 4];
+#pragma unroll
+    for (int i = 0; i < static_cast<int>(sizeof(T) / 4); ++i)
+      words[i] = __ldcg(reinterpret_cast<const int*>(p) + i);
+    T v;
+    memcpy(&v, words, sizeof(T));
+    return v;
   }
 }
 

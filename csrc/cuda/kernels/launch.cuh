@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "../../geometry.h"
 #include "cols.cuh"
@@ -26,6 +27,8 @@ constexpr int64_t kMaxSplits = 65535;       // gridDim.y limit
 struct Launch {
   Strategy strategy = Strategy::kRows;
   bool vec_cols = false;  // columns with 16-byte loads across neighbouring outputs
+  bool packed = false;    // rows: whole rows inside each 16-byte vector (packed_rows_kernel)
+  int64_t packed_vecs = 0;
   RowsConfig rows{};
   ColsConfig cols{};
   dim3 grid, block;
@@ -41,13 +44,26 @@ inline int next_pow2(int64_t v) {
   return p;
 }
 
-// How many blocks to split K over: enough to fill the GPU, but each block keeps at least
-// `min_units` units of work per split.
+// How many blocks to split K over when the tiles alone do not fill the GPU: the count whose
+// blocks fill their last wave best (tiles * s against whole waves of `target` blocks; the
+// smaller s on a tie), each split keeping at least `min_units` units of work. A split count that
+// overshoots one wave by a few blocks would leave most SMs idle in the second.
 inline int choose_splits(int64_t tiles, int64_t units, int64_t min_units, int64_t target) {
   if (tiles >= target) return 1;
-  const int64_t want = ceil_div(target, tiles);
-  const int64_t most = std::max<int64_t>(1, units / min_units);
-  return static_cast<int>(std::min({want, most, kMaxSplits}));
+  const int64_t most = std::min(std::max<int64_t>(1, units / min_units), kMaxSplits);
+  int64_t best = 1;
+  double best_fill = 0.0;
+  // The candidates: the most splits that fit in w whole waves, w = 1..4.
+  for (int w = 1; w <= 4; ++w) {
+    const int64_t s = std::min(most, std::max<int64_t>(1, w * target / tiles));
+    const int64_t blocks = tiles * s;
+    const double fill = double(blocks) / double(ceil_div(blocks, target) * target);
+    if (fill > best_fill + 1e-9 || (fill > best_fill - 1e-9 && s < best)) {
+      best = s;
+      best_fill = fill;
+    }
+  }
+  return static_cast<int>(best);
 }
 
 // Resident blocks per SM of `kernel` at `threads` threads (at least 1).
@@ -63,9 +79,14 @@ int occupancy(Kernel kernel, int threads) {
 
 // Occupancy of the kernel that run_launch() will start for `s`, computed once per kernel.
 template <class Op, class in_t, class out_t>
-int blocks_per_sm(Strategy s, bool vec_cols) {
+int blocks_per_sm(Strategy s, bool vec_cols, bool packed) {
+  if (packed) {  // the K = 2 variant stands for all (they differ by a few registers)
+    static const int n = occupancy(packed_rows_kernel<Op, in_t, out_t, 2>, kRowsBlock);
+    return n;
+  }
   if (s == Strategy::kColumns && vec_cols) {
-    static const int n = occupancy(cols_kernel<Op, in_t, out_t, vec_width<in_t>()>, kColsX * kColsY);
+    static const int n = occupancy(cols_kernel<Op, in_t, out_t, cols_vec<Op, in_t>()>,
+                                   kColsX * kColsY);
     return n;
   }
   switch (s) {
@@ -84,12 +105,12 @@ int blocks_per_sm(Strategy s, bool vec_cols) {
   }
 }
 
-// Whether every column group of kVec outputs starts on a 16-byte boundary for every reduced
-// element: aligned base, inner size a multiple of kVec, and every other stride a multiple of it.
-template <class in_t>
+// Whether every column group of V = cols_vec() outputs is aligned for one V-element load at every
+// reduced element: aligned base, inner size a multiple of V, and every other stride a multiple of it.
+template <class Op, class in_t>
 bool columns_vectorizable(const Geometry& g, const void* in) {
-  constexpr int V = vec_width<in_t>();
-  if (reinterpret_cast<uintptr_t>(in) % 16 != 0) return false;
+  constexpr int V = cols_vec<Op, in_t>();
+  if (reinterpret_cast<uintptr_t>(in) % (V * sizeof(in_t)) != 0) return false;
   if (g.kept.sizes[g.kept.ndim - 1] % V != 0) return false;
   for (int d = 0; d + 1 < g.kept.ndim; ++d)
     if (g.kept.in_strides[d] % V != 0) return false;
@@ -98,21 +119,63 @@ bool columns_vectorizable(const Geometry& g, const void* in) {
   return true;
 }
 
+// Whether the reduced dims are runs of whole 16-byte vectors: the innermost has stride 1 and a
+// size that is a multiple of V, every other reduced and kept stride is a multiple of V, and the
+// base is aligned. Then the row kernel reads each run with vector loads (NCHW statistics).
+template <class in_t>
+bool vector_runs(const Geometry& g, const void* in) {
+  constexpr int V = vec_width<in_t>();
+  const int last = g.red.ndim - 1;
+  if (g.red.ndim < 2 || g.red.in_strides[last] != 1 || g.red.sizes[last] % V != 0) return false;
+  if (reinterpret_cast<uintptr_t>(in) % 16 != 0) return false;
+  for (int d = 0; d < last; ++d)
+    if (g.red.in_strides[d] % V != 0) return false;
+  for (int d = 0; d < g.kept.ndim; ++d)
+    if (g.kept.in_strides[d] % V != 0) return false;
+  return true;
+}
+
+// Whether rows of K contiguous elements lie back to back with K * sizeof(in_t) dividing 16, the
+// base aligned and the output contiguous: then one vector holds whole rows (packed_rows_kernel).
+template <class in_t>
+bool rows_packable(const Geometry& g, const void* in) {
+  constexpr int V = vec_width<in_t>();
+  const int64_t K = g.reduce_len;
+  if (K < 2 || K > V || (K & (K - 1)) != 0) return false;  // K * size divides 16
+  if (g.kept.ndim != 1 || g.kept.in_strides[0] != K || g.kept.out_strides[0] != 1) return false;
+  return reinterpret_cast<uintptr_t>(in) % 16 == 0;
+}
+
 template <class Op, class in_t, class out_t>
 Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
   Launch lc;
   lc.strategy = choose_strategy(g);
-  lc.vec_cols = lc.strategy == Strategy::kColumns && columns_vectorizable<in_t>(g, in);
+  lc.vec_cols = lc.strategy == Strategy::kColumns && columns_vectorizable<Op, in_t>(g, in);
+  if (lc.strategy == Strategy::kStrided && vector_runs<in_t>(g, in)) {
+    lc.strategy = Strategy::kRows;  // runs of vectors: the walk's map counts vectors innermost
+    lc.rows.vred = g.red;
+    lc.rows.vred.sizes[g.red.ndim - 1] /= vec_width<in_t>();
+    lc.rows.vred.in_strides[g.red.ndim - 1] = vec_width<in_t>();
+  }
+  lc.packed = lc.strategy == Strategy::kRows && lc.rows.vred.ndim == 0 &&
+              rows_packable<in_t>(g, in);
   const int64_t target =
-      int64_t(sm_count) * blocks_per_sm<Op, in_t, out_t>(lc.strategy, lc.vec_cols);
+      int64_t(sm_count) * blocks_per_sm<Op, in_t, out_t>(lc.strategy, lc.vec_cols, lc.packed);
   const int64_t cap = target * kGridCapWaves;
   const int64_t M = g.num_outputs, K = g.reduce_len;
   int splits = 1;
   int64_t tiles = 0;
 
+  if (lc.packed) {
+    lc.packed_vecs = M * K / vec_width<in_t>();
+    lc.block = dim3(kRowsBlock);
+    lc.grid = dim3(static_cast<unsigned>(
+        std::max<int64_t>(1, std::min(ceil_div(lc.packed_vecs, kRowsBlock * kUnroll), cap))));
+    return lc;
+  }
   if (lc.strategy == Strategy::kColumns) {
     ColsConfig& c = lc.cols;
-    const int V = lc.vec_cols ? vec_width<in_t>() : 1;
+    const int V = lc.vec_cols ? cols_vec<Op, in_t>() : 1;
     c.inner = g.kept.sizes[g.kept.ndim - 1];
     c.col_lanes = std::min(kColsX, next_pow2(ceil_div(c.inner, V)));
     const int64_t tile_cols = int64_t(c.col_lanes) * V;
@@ -130,9 +193,11 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
     const int64_t units = ceil_div(K, V);  // loads per row
     r.group = std::min(kRowsBlock, next_pow2(ceil_div(units, kUnroll)));
     r.tiles = tiles = ceil_div(M, kRowsBlock / r.group);
-    r.splits = splits = choose_splits(tiles, units, int64_t(r.group) * kUnroll * 2, target);
+    // A split keeps each thread at least one batch of kUnroll loads: small inputs then spread
+    // over more blocks, and each thread waits for memory once (latency-bound sizes).
+    r.splits = splits = choose_splits(tiles, units, int64_t(r.group) * kUnroll, target);
     r.per_split = ceil_div(units, splits);
-    r.step = step_digits(g.red, r.group);
+    r.step = step_digits(r.vred.ndim > 1 ? r.vred : g.red, r.group);
     lc.block = dim3(kRowsBlock);
     lc.partials = splits > 1 ? tiles * (kRowsBlock / r.group) * splits : 0;
   }
@@ -146,6 +211,22 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
 template <class Op, class in_t, class out_t>
 void run_launch(const Launch& lc, const Geometry& g, const in_t* in, out_t* out,
                 typename Op::acc_t* partials, unsigned* counters, cudaStream_t stream) {
+  if (lc.packed) {  // K is 2, 4, 8 or 16, at most V (rows_packable)
+    constexpr int V = vec_width<in_t>();
+    auto packed = [&](auto k) {
+      constexpr int kK = decltype(k)::value;
+      if constexpr (kK <= V)
+        packed_rows_kernel<Op, in_t, out_t, kK>
+            <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.packed_vecs);
+    };
+    switch (g.reduce_len) {
+      case 2: packed(std::integral_constant<int, 2>{}); break;
+      case 4: packed(std::integral_constant<int, 4>{}); break;
+      case 8: packed(std::integral_constant<int, 8>{}); break;
+      default: packed(std::integral_constant<int, 16>{}); break;
+    }
+    return;
+  }
   switch (lc.strategy) {
     case Strategy::kRows:
       rows_kernel<Op, in_t, out_t, true>
@@ -157,7 +238,7 @@ void run_launch(const Launch& lc, const Geometry& g, const in_t* in, out_t* out,
       break;
     case Strategy::kColumns:
       if (lc.vec_cols)
-        cols_kernel<Op, in_t, out_t, vec_width<in_t>()>
+        cols_kernel<Op, in_t, out_t, cols_vec<Op, in_t>()>
             <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cols, partials, counters);
       else
         cols_kernel<Op, in_t, out_t, 1>

@@ -4,14 +4,23 @@
 //
 // Work split: a block of 256 threads holds 256/G groups, one output each (G, a power of two from
 // 1 to 256, is sized to the row length so that short rows do not leave lanes idle). With kContig
-// (the reduced elements are one contiguous run) each thread reads 16-byte vectors, kUnroll of them
-// in flight; a row's unaligned head and its tail (fewer than one vector each) are read as scalars.
-// Otherwise each thread walks the reduced dims with a Walker, G elements a step, adds and compares
-// only (the general strided fallback). When there are too few rows to fill the GPU, each row is also split along K over
-// gridDim.y blocks, which combine through arrive_last() in the same launch.
+// each thread reads 16-byte vectors, kUnroll of them in flight: either the reduced elements are
+// one contiguous run (a row's unaligned head and its tail, fewer than one vector each, are read
+// as scalars), or they are several runs of whole aligned vectors (cfg.vred: the reduced dims with
+// the innermost counted in vectors, e.g. (N, H*W) of NCHW statistics), walked with a Walker.
+// Otherwise each thread walks the reduced dims element by element with a Walker, G elements a
+// step, adds and compares only (the general strided fallback). When there are too few rows to
+// fill the GPU, each row is also split along K over gridDim.y blocks, which combine through
+// arrive_last() in the same launch.
+//
+// packed_rows_kernel: rows so short that one 16-byte vector holds V / K whole rows (K * size
+// divides 16, rows back to back; K a template parameter): each thread reads kUnroll vectors,
+// reduces their rows in registers and stores each vector's results at once, with no
+// cross-thread step at all.
 //
 // Chosen for: full reductions of contiguous data (M = 1), rows (contiguous inner dim reduced),
-// and, with kContig = false, any layout the column kernel does not cover.
+// runs of contiguous reduced elements, and, with kContig = false, any layout the column kernel
+// does not cover.
 //
 //   rows_kernel<SumOp<float>, float, float, true><<<grid, 256, 0, stream>>>(in, out, geom, cfg,
 //                                                                         partials, counters);
@@ -27,50 +36,71 @@ constexpr int kUnroll = 4;
 struct RowsConfig {
   int group;          // G: threads per output
   int splits;         // S: blocks per output along K; 1 means no cross-block combine
-  int64_t per_split;  // vectors (kContig) or elements (strided) per split
+  int64_t per_split;  // vectors (runs of vectors) or elements (strided) per split; contiguous
+                      // rows interleave their splits by chunks instead
   int64_t tiles;      // ceil(M / (kRowsBlock / G))
-  StepDigits step;    // G as digits of the reduced dims (strided walk)
+  StepDigits step;    // G as digits of the map walked: `vred` (runs of vectors) or the reduced dims
+  IndexMap vred;      // runs of vectors: the reduced dims, innermost in vectors (ndim 1 otherwise)
 };
 
 // This thread's share of split `split` of one output: lanes stride by G through the split.
 template <class Op, class in_t, bool kContig>
 __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restrict__ row, int64_t K,
                                                            const IndexMap& red, int lane, int G,
-                                                           int split, int64_t per_split,
-                                                           const StepDigits& step) {
+                                                           int split, int splits,
+                                                           int64_t per_split,
+                                                           const StepDigits& step,
+                                                           const IndexMap& vred) {
   using acc_t = typename Op::acc_t;
   acc_t acc = Op::identity();
   if constexpr (kContig) {
     constexpr int V = vec_width<in_t>();
     using VecT = Vec<in_t, V>;
+    if (vred.ndim > 1) {  // runs of whole, aligned vectors: vector v holds elements v*V .. v*V+V-1
+      const int64_t nvec = K / V;
+      const int64_t v0 = split * per_split;
+      const int64_t v1 = v0 + per_split < nvec ? v0 + per_split : nvec;
+      walk_offsets(vred, v0 + lane, G, step, [&](auto&& next) {
+        int64_t v = v0 + lane;
+        for (; v + (kUnroll - 1) * G < v1; v += kUnroll * G) {
+          VecT x[kUnroll];
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) x[u] = *reinterpret_cast<const VecT*>(row + next());
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) acc = fold_vec<Op>(acc, x[u], (v + u * G) * V);
+        }
+        for (; v < v1; v += G)
+          acc = fold_vec<Op>(acc, *reinterpret_cast<const VecT*>(row + next()), v * V);
+      });
+      return acc;
+    }
     // Elements before the first 16-byte boundary (the address is a multiple of sizeof(in_t)).
     int64_t head = static_cast<int64_t>((16 - (reinterpret_cast<uintptr_t>(row) & 15)) & 15) /
                    static_cast<int64_t>(sizeof(in_t));
     if (head > K) head = K;
     const int64_t nvec = (K - head) / V;
     const VecT* vp = reinterpret_cast<const VecT*>(row + head);
-    const int64_t v0 = split * per_split;
-    const int64_t v1 = v0 + per_split < nvec ? v0 + per_split : nvec;
-    int64_t v = v0 + lane;
-    for (; v + (kUnroll - 1) * G < v1; v += kUnroll * G) {
+    // Each thread folds its elements in increasing r: head, vectors, tail. The `splits` blocks of
+    // a row take chunks of kUnroll * G vectors in turn, so that they sweep the row together
+    // (neighbouring DRAM pages are read at about the same time) instead of each streaming a
+    // region of its own.
+    if (split == 0)
+      for (int64_t r = lane; r < head; r += G) acc = fold<Op>(acc, row[r], r);
+    const int64_t chunk = int64_t(kUnroll) * G;
+    const int64_t stride = int64_t(splits) * chunk;
+    int64_t base = split * chunk;
+    for (; base + chunk <= nvec; base += stride) {
       VecT x[kUnroll];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) x[u] = vp[v + u * G];
+      for (int u = 0; u < kUnroll; ++u) x[u] = vp[base + u * G + lane];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
-#pragma unroll
-        for (int j = 0; j < V; ++j) acc = Op::reduce(acc, to_acc<acc_t>(x[u].v[j]));
+        acc = fold_vec<Op>(acc, x[u], head + (base + u * G + lane) * V);
     }
-    for (; v < v1; v += G) {
-      const VecT x = vp[v];
-#pragma unroll
-      for (int j = 0; j < V; ++j) acc = Op::reduce(acc, to_acc<acc_t>(x.v[j]));
-    }
-    if (split == 0) {
-      for (int64_t r = lane; r < head; r += G) acc = Op::reduce(acc, to_acc<acc_t>(row[r]));
-      for (int64_t r = head + nvec * V + lane; r < K; r += G)
-        acc = Op::reduce(acc, to_acc<acc_t>(row[r]));
-    }
+    for (int64_t v = base + lane; v < nvec && v < base + chunk; v += G)  // one partial chunk
+      acc = fold_vec<Op>(acc, vp[v], head + v * V);
+    if (split == 0)
+      for (int64_t r = head + nvec * V + lane; r < K; r += G) acc = fold<Op>(acc, row[r], r);
   } else {
     const int64_t r0 = split * per_split;
     const int64_t r1 = r0 + per_split < K ? r0 + per_split : K;
@@ -81,16 +111,18 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) x[u] = row[next()];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) acc = Op::reduce(acc, to_acc<acc_t>(x[u]));
+        for (int u = 0; u < kUnroll; ++u) acc = fold<Op>(acc, x[u], r + u * G);
       }
-      for (; r < r1; r += G) acc = Op::reduce(acc, to_acc<acc_t>(row[next()]));
+      for (; r < r1; r += G) acc = fold<Op>(acc, row[next()], r);
     });
   }
   return acc;
 }
 
+// At most 64 registers, so that 4 blocks (1024 threads) share an SM: latency-bound sizes (a
+// vocabulary argmax) need the loads in flight more than the registers.
 template <class Op, class in_t, class out_t, bool kContig>
-__global__ void __launch_bounds__(kRowsBlock)
+__global__ void __launch_bounds__(kRowsBlock, 4)
     rows_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
                 const RowsConfig cfg, typename Op::acc_t* __restrict__ partials,
                 unsigned* __restrict__ counters) {
@@ -109,10 +141,13 @@ __global__ void __launch_bounds__(kRowsBlock)
     acc_t acc = Op::identity();
     if (active)
       acc = rows_partial<Op, in_t, kContig>(in + g.kept.in_offset(row), g.reduce_len, g.red, lane,
-                                            G, split, cfg.per_split, cfg.step);
+                                            G, split, cfg.splits, cfg.per_split, cfg.step,
+                                            cfg.vred);
     acc = group_reduce<Op>(acc, G, smem, tid);
     if (cfg.splits == 1) {
-      if (active && lane == 0) out[g.kept.out_offset(row)] = from_acc<out_t>(Op::finalize(acc));
+      if (active && lane == 0)
+        out[g.kept.out_offset(row)] =
+            from_acc<out_t>(Op::finalize(acc, g.reduce_len, g.num_outputs));
       continue;
     }
     // Split rows: every block leaves its partial; the last block of the tile combines them.
@@ -123,7 +158,54 @@ __global__ void __launch_bounds__(kRowsBlock)
     if (active)
       for (int s = lane; s < cfg.splits; s += G) v = Op::combine(v, load_cg(slot + s));
     v = group_reduce<Op>(v, G, smem, tid);
-    if (active && lane == 0) out[g.kept.out_offset(row)] = from_acc<out_t>(Op::finalize(v));
+    if (active && lane == 0)
+      out[g.kept.out_offset(row)] =
+          from_acc<out_t>(Op::finalize(v, g.reduce_len, g.num_outputs));
+  }
+}
+
+// Rows of kK elements back to back (kK a power of two, 2 <= kK <= V), the input 16-byte aligned
+// and the output contiguous: vector i holds rows i*P .. i*P+P-1 (P = V / kK), and their P results
+// leave in one store. `nvec` whole vectors; the last M - nvec*P rows (fewer than P) are read as
+// scalars by the first thread.
+template <class Op, class in_t, class out_t, int kK>
+__global__ void __launch_bounds__(kRowsBlock)
+    packed_rows_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
+                       int64_t nvec) {
+  using acc_t = typename Op::acc_t;
+  constexpr int V = vec_width<in_t>();
+  constexpr int P = V / kK;
+  using VecT = Vec<in_t, V>;
+  using OutT = Vec<out_t, P>;
+  const int64_t M = g.num_outputs;
+  const VecT* __restrict__ vp = reinterpret_cast<const VecT*>(in);
+  auto rows_of = [&](const VecT& x, int64_t i) {  // the P rows of vector i
+    OutT res;
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      acc_t acc = Op::identity();
+#pragma unroll
+      for (int k = 0; k < kK; ++k) acc = fold<Op>(acc, x.v[p * kK + k], k);
+      res.v[p] = from_acc<out_t>(Op::finalize(acc, kK, M));
+    }
+    reinterpret_cast<OutT*>(out)[i] = res;
+  };
+  const int64_t stride = int64_t(gridDim.x) * kRowsBlock;
+  int64_t i = int64_t(blockIdx.x) * kRowsBlock + threadIdx.x;
+  for (; i + (kUnroll - 1) * stride < nvec; i += kUnroll * stride) {
+    VecT x[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) x[u] = vp[i + u * stride];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) rows_of(x[u], i + u * stride);
+  }
+  for (; i < nvec; i += stride) rows_of(vp[i], i);
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    for (int64_t row = nvec * P; row < M; ++row) {
+      acc_t acc = Op::identity();
+      for (int k = 0; k < kK; ++k) acc = fold<Op>(acc, in[row * kK + k], k);
+      out[row] = from_acc<out_t>(Op::finalize(acc, kK, M));
+    }
   }
 }
 

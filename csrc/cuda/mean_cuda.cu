@@ -1,0 +1,23 @@
+// The mean kernels: the sum's pairs with a floating-point result (the plan rejects integer results
+// and converts other inputs first), float8 inputs included. finalize() scales by torch's factor.
+#include <type_traits>
+
+#include "../dispatch.h"
+#include "../reduce_ops.h"
+#include "binding.cuh"
+
+namespace treduce {
+
+void mean_cuda_launch(const Plan& plan, at::Tensor& out) {
+  visit_sum_pair<true>(plan.input.scalar_type(), plan.out_dtype, [&](auto ti, auto to) {
+    using in_t = typename decltype(ti)::type;
+    using out_t = typename decltype(to)::type;
+    if constexpr (std::is_integral_v<out_t>) {
+      TORCH_INTERNAL_ASSERT(false, "treduce.mean: integer result dtype reached the kernel");
+    } else {
+      run_cuda<ScaledMeanOp<acc_of<out_t>>, in_t, out_t>(plan, out);
+    }
+  });
+}
+
+}  // namespace treduce
