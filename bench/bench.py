@@ -4,7 +4,8 @@ read-only stream kernel (the ceiling), all measured in the same run.
     python bench/bench.py --out DIR [--quick] [--only SUBSTRING] [--no-inductor]
 
 Timing: triton.testing.do_bench medians with the L2 flushed between repetitions; latency cells
-also time CUDA-graph replays (do_bench_cudagraph). GB/s counts the bytes read once. Writes
+and every cell of at most 16 MiB also time CUDA-graph replays (do_bench_cudagraph). GB/s counts
+the bytes read once. Writes
 DIR/results.json, DIR/results.md and DIR/bandwidth.png, DIR/latency.png, and prints the table.
 """
 from __future__ import annotations
@@ -183,6 +184,9 @@ def ceiling_fn(x: torch.Tensor):
     return lambda: kern((blocks,), (256,), (cflat, cupy.int64(n), out))
 
 
+SMALL_BYTES = 16 << 20
+
+
 def bench_ms(fn) -> float:
     return tt.do_bench(fn, warmup=25, rep=100, return_mode="median")
 
@@ -232,7 +236,8 @@ def run_case(case: Case, inductor: bool) -> dict:
         except Exception as e:  # a peer that cannot run this cell is reported, not fatal
             row[f"{name}_us"] = None
             row[f"{name}_error"] = f"{type(e).__name__}: {e}"[:200]
-    if case.latency:
+    # Small cells also get CUDA-graph times: their eager times carry host jitter (NOTES step 8).
+    if case.latency or nbytes <= SMALL_BYTES:
         for name in ("treduce", "torch"):
             row[f"{name}_graph_us"] = graph_ms(impls[name]) * 1e3
     del x
