@@ -157,7 +157,7 @@ void check_nonempty(OpKind kind, const at::Tensor& self, bool all_dims,
 }  // namespace
 
 Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, OpKind kind,
-               std::optional<at::ScalarType> dtype) {
+               std::optional<at::ScalarType> dtype, bool logical_order) {
   TORCH_CHECK(self.layout() == at::kStrided, "treduce.", op_name(kind),
               ": only strided (dense) tensors are supported, got layout ", self.layout());
   check_dtype(kind, self.scalar_type(), "input");
@@ -208,7 +208,8 @@ Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
     plan.input = self.to(plan.out_dtype);
   }
 
-  const bool logical = is_arg(kind);  // the reduced index must be torch's index
+  // Arg ops: the reduced index must be torch's index; `logical_order`: the canonical order.
+  const bool logical = is_arg(kind) || logical_order;
   kept = canonicalize(kept, /*check_out=*/true, /*by_stride=*/true);
   red = canonicalize(red, /*check_out=*/false, /*by_stride=*/!logical);
   if (static_cast<int>(kept.size()) > kMaxDims || static_cast<int>(red.size()) > kMaxDims) {
@@ -280,8 +281,9 @@ void fill_identity(const Plan& plan, at::Tensor& out) {
 }  // namespace
 
 at::Tensor run_reduce(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                      OpKind kind, std::optional<at::ScalarType> dtype, LaunchFn launch) {
-  const Plan plan = make_plan(self, dim, keepdim, kind, dtype);
+                      OpKind kind, std::optional<at::ScalarType> dtype, LaunchFn launch,
+                      bool logical) {
+  const Plan plan = make_plan(self, dim, keepdim, kind, dtype, logical);
   at::Tensor out = new_output(plan);
   if (out.numel() == 0) return out;
   if (plan.geom.reduce_len == 0) {

@@ -29,9 +29,11 @@ struct Plan {
 
 // Validates the call exactly as torch does (same exception types) and builds the plan. `dim`
 // empty or absent means every dim. `dtype` applies to sum, mean and prod. For argmax/argmin the
-// reduced dims keep their logical order, so that the reduced index is torch's index.
+// reduced dims keep their logical order, so that the reduced index is torch's index; with
+// `logical` the other ops keep it too (the CPU's canonical order for floating sums), otherwise
+// they are ordered by memory stride.
 Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, OpKind kind,
-               std::optional<at::ScalarType> dtype);
+               std::optional<at::ScalarType> dtype, bool logical = false);
 
 // A backend's kernel: fills `out` (contiguous, plan.out_shape) from plan.input, for K >= 1.
 using LaunchFn = void (*)(const Plan& plan, at::Tensor& out);
@@ -40,13 +42,14 @@ using LaunchFn = void (*)(const Plan& plan, at::Tensor& out);
 // empty cases (no outputs; K == 0 gives the op's identity: 0, 1, NaN for mean, all ones for AND),
 // then call the backend's kernel.
 at::Tensor run_reduce(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                      OpKind kind, std::optional<at::ScalarType> dtype, LaunchFn launch);
+                      OpKind kind, std::optional<at::ScalarType> dtype, LaunchFn launch,
+                      bool logical = false);
 
 // Adapters from each schema's arguments to run_reduce, for TORCH_LIBRARY_IMPL in both backends.
-template <OpKind K, LaunchFn L>  // sum, mean, prod: int[1]? dim, *, ScalarType? dtype
+template <OpKind K, LaunchFn L, bool kLogical = false>  // sum, mean, prod: int[1]? dim, *, dtype
 at::Tensor entry_dtype(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                        std::optional<at::ScalarType> dtype) {
-  return run_reduce(self, dim, keepdim, K, dtype, L);
+  return run_reduce(self, dim, keepdim, K, dtype, L, kLogical);
 }
 template <OpKind K, LaunchFn L>  // amax, amin: int[1] dim=[]
 at::Tensor entry_dims(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {

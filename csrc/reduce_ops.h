@@ -41,15 +41,6 @@ struct SumOp {
   TR_HD static acc_t finalize(acc_t a, int64_t = 0, int64_t = 0) { return a; }
 };
 
-// The sum divided by the count (a true division, rounded once in the accumulator type): the CPU
-// backend, where torch divides the sum by K.
-template <class T>
-struct MeanOp : SumOp<T> {
-  TR_HD static T finalize(T a, int64_t K, int64_t = 0) {
-    return static_cast<T>(static_cast<double>(a) / static_cast<double>(K));
-  }
-};
-
 // The sum times factor = T(M) / T(M * K): the CUDA backend, where torch's mean kernel multiplies
 // by exactly this factor (aten mean_kernel_impl), so that results agree with torch bit for bit
 // whenever the sums do.
@@ -58,6 +49,65 @@ struct ScaledMeanOp : SumOp<T> {
   TR_HD static T finalize(T a, int64_t K, int64_t M) {
     const T factor = static_cast<T>(M) / static_cast<T>(M * K);
     return a * factor;
+  }
+};
+
+// A compensated sum (issue 4; docs/numerics-design.md): s is the running float sum and c the sum
+// of its rounding errors, each found exactly by TwoSum. Leaves of 64 consecutive elements are
+// folded in order and the leaf pairs merged by a fixed binary tree, so the result is the same
+// for any thread count and, rounded once at the end, correctly rounded except under extreme
+// cancellation. Used by the CPU backend for floating sums and means (the canonical order).
+template <class T>
+struct Compensated {
+  T s;
+  T c;
+};
+
+// Knuth's TwoSum: s = fl(a + b) and e = (a + b) - s exactly, for any a, b (no branches). Needs
+// IEEE rounding: no fast-math, no reassociation.
+template <class T>
+TR_HD void two_sum(T a, T b, T& s, T& e) {
+  s = a + b;
+  const T bb = s - a;
+  e = (a - (s - bb)) + (b - bb);
+}
+
+template <class T>
+struct CompSumOp {
+  using acc_t = Compensated<T>;
+  using value_t = T;
+  static constexpr bool kNeedsIndex = false;
+  TR_HD static acc_t identity() { return {T(0), T(0)}; }
+  TR_HD static acc_t reduce(acc_t acc, T v) {
+    acc_t r;
+    T e;
+    two_sum(acc.s, v, r.s, e);
+    r.c = acc.c + e;
+    return r;
+  }
+  TR_HD static acc_t combine(acc_t a, acc_t b) {
+    acc_t r;
+    T e;
+    two_sum(a.s, b.s, r.s, e);
+    r.c = (a.c + b.c) + e;
+    return r;
+  }
+  // s + c rounded once. Once s is infinite or NaN the error terms mean nothing (inf - inf):
+  // the result is s, as a plain sum would give. A zero result is +0.
+  TR_HD static T finalize(acc_t a, int64_t = 0, int64_t = 0) {
+    const bool finite = (a.s - a.s) == T(0);
+    return finite ? a.s + a.c : a.s;
+  }
+};
+
+// The compensated mean: (s + c) / K, in double, rounded once to T.
+template <class T>
+struct CompMeanOp : CompSumOp<T> {
+  TR_HD static T finalize(Compensated<T> a, int64_t K, int64_t = 0) {
+    const bool finite = (a.s - a.s) == T(0);
+    const double sum = finite ? static_cast<double>(a.s) + static_cast<double>(a.c)
+                              : static_cast<double>(a.s);
+    return static_cast<T>(sum / static_cast<double>(K));
   }
 };
 

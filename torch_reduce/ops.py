@@ -62,8 +62,9 @@ def mean(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *,
     """Mean of ``input`` over ``dim``; the same result and semantics as :func:`torch.mean`.
 
     Floating inputs only, unless ``dtype=`` names a floating dtype (integers raise, as in torch).
-    The sum is divided by the count (a true division, rounded once). float8 inputs are accepted
-    (torch raises) and give float32 unless ``dtype=`` says otherwise. An empty mean is NaN.
+    On the CPU the compensated sum is divided by the count (rounded once); on CUDA the sum is
+    multiplied by torch's factor, as torch's CUDA kernel does. float8 inputs are accepted (torch
+    raises) and give float32 unless ``dtype=`` says otherwise. An empty mean is NaN.
     """
     return torch.ops.treduce.mean(input, _dim_list(dim), keepdim, dtype=dtype)
 

@@ -1,14 +1,17 @@
 // CPU backend: the same plan and op functors as CUDA, multithreaded with at::parallel_for.
 //
-// Each output's K elements are cut into chunks of kChunk elements at fixed positions. A chunk is
-// summed as a pairwise tree over leaves of kLeaf elements, and the chunk partials are merged by a
-// fixed pairwise tree. The summation order
-// depends only on K, never on the thread count, so results repeat across machines; the error grows
-// with log(K), not K, as with torch's cascaded CPU sum.
+// Each output's K elements, in logical order for floating sums and means, are cut into leaves of
+// kLeaf = 64 elements at fixed positions; leaves are merged by the perfect binary tree over leaf
+// index (a binary-counter cascade inside chunks of kChunk elements, then a pairwise tree over the
+// chunks, which is the same tree). Floating sums and means fold each leaf in order into a
+// compensated pair (CompSumOp): the canonical order of docs/numerics-design.md, whose bits depend
+// only on the values in logical order and K, never on the thread count or the layout. The other
+// ops (exact ones, and prod) fold a leaf with eight interleaved accumulators, which vectorises.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <type_traits>
 #include <vector>
 
 #include "../dispatch.h"
@@ -18,8 +21,13 @@
 namespace treduce {
 namespace {
 
-constexpr int64_t kLeaf = 32;
-constexpr int64_t kChunk = 16384;
+constexpr int64_t kLeaf = 64;
+constexpr int64_t kChunk = 16384;  // 256 leaves: chunks are nodes of the leaf tree
+
+// Ops whose leaves are folded strictly in order (the compensated sums): the canonical order.
+template <class Op>
+constexpr bool kSequentialLeaves =
+    std::is_same_v<typename Op::acc_t, Compensated<typename Op::value_t>>;
 
 // Merges partials[0..n) with a fixed pairwise tree: (p0 p1) (p2 p3) ... then the pairs, etc.
 template <class Op>
@@ -64,9 +72,9 @@ struct Cascade {
   }
 };
 
-// Elements [r0, r1) of one output whose kept offset is `base`: leaves of kLeaf elements, each with
-// eight interleaved accumulators, merged pairwise. Contiguous rows take a plain pointer loop that
-// the compiler vectorises across the eight lanes.
+// Elements [r0, r1) of one output whose kept offset is `base`: leaves of kLeaf elements merged by
+// the cascade. A compensated sum folds each leaf in order; the other ops fold a leaf with eight
+// interleaved accumulators (a plain pointer loop that the compiler vectorises).
 template <class Op, class in_t>
 typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& red, int64_t r0,
                                 int64_t r1) {
@@ -76,8 +84,37 @@ typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& re
   const bool contiguous = red.ndim == 1 && red.in_strides[0] == 1;
   const StepDigits one = step_digits(red, 1);
   Walker w(red, r0);
-  for (int64_t r = r0; r < r1; r += kLeaf) {
+  int64_t r = r0;
+  if constexpr (kSequentialLeaves<Op>) {
+    // Eight whole contiguous leaves at a time: eight independent in-order chains, interleaved
+    // for the pipeline (each leaf's own order is unchanged), then pushed in leaf order.
+    constexpr int kBatch = 8;
+    if (contiguous) {
+      for (; r + kBatch * kLeaf <= r1; r += kBatch * kLeaf) {
+        const in_t* p = in + base + r;
+        acc_t a[kBatch];
+        for (int l = 0; l < kBatch; ++l) a[l] = Op::identity();
+        for (int64_t j = 0; j < kLeaf; ++j)
+          for (int l = 0; l < kBatch; ++l)
+            a[l] = Op::reduce(a[l], static_cast<value_t>(p[l * kLeaf + j]));
+        for (int l = 0; l < kBatch; ++l) cascade.push(&a[l]);
+      }
+    }
+  }
+  for (; r < r1; r += kLeaf) {
     const int64_t n = std::min(kLeaf, r1 - r);
+    if constexpr (kSequentialLeaves<Op>) {
+      acc_t leaf = Op::identity();
+      if (contiguous) {
+        const in_t* p = in + base + r;
+        for (int64_t j = 0; j < n; ++j) leaf = Op::reduce(leaf, static_cast<value_t>(p[j]));
+      } else {
+        for (int64_t j = 0; j < n; ++j, w.advance(red, one))
+          leaf = Op::reduce(leaf, static_cast<value_t>(in[base + w.offset(red)]));
+      }
+      cascade.push(&leaf);
+      continue;
+    }
     acc_t a[8];
     for (int l = 0; l < 8; ++l) a[l] = Op::identity();
     if (contiguous) {
@@ -189,7 +226,23 @@ void same_dtype(const Plan& plan, at::Tensor& out) {
   });
 }
 
-// sum, mean, prod: the (input, output) pairs of dispatch.h.
+// sum and mean: the (input, output) pairs of dispatch.h; floating results take the compensated
+// canonical order (FloatOp), integer sums are exact (SumOp; a mean never has an integer result).
+template <template <class> class FloatOp>
+void sum_like(const Plan& plan, at::Tensor& out) {
+  visit_sum_pair<true>(plan.input.scalar_type(), plan.out_dtype, [&](auto ti, auto to) {
+    using in_t = typename decltype(ti)::type;
+    using out_t = typename decltype(to)::type;
+    if constexpr (std::is_integral_v<out_t>) {
+      TORCH_INTERNAL_ASSERT(plan.kind == OpKind::kSum, "treduce: integer mean result");
+      reduce_cpu<SumOp<int64_t>, in_t, out_t>(plan, out);
+    } else {
+      reduce_cpu<FloatOp<acc_of<out_t>>, in_t, out_t>(plan, out);
+    }
+  });
+}
+
+// prod: the same pairs.
 template <template <class> class OpT>
 void with_dtype(const Plan& plan, at::Tensor& out) {
   visit_sum_pair<true>(plan.input.scalar_type(), plan.out_dtype, [&](auto ti, auto to) {
@@ -217,8 +270,8 @@ void bitwise(const Plan& plan, at::Tensor& out) {
 
 void cpu_launch(const Plan& plan, at::Tensor& out) {
   switch (plan.kind) {
-    case OpKind::kSum: return with_dtype<SumOp>(plan, out);
-    case OpKind::kMean: return with_dtype<MeanOp>(plan, out);
+    case OpKind::kSum: return sum_like<CompSumOp>(plan, out);
+    case OpKind::kMean: return sum_like<CompMeanOp>(plan, out);
     case OpKind::kProd: return with_dtype<ProdOp>(plan, out);
     case OpKind::kAmax: return same_dtype<MaxOp, true>(plan, out);
     case OpKind::kAmin: return same_dtype<MinOp, true>(plan, out);
@@ -233,8 +286,9 @@ void cpu_launch(const Plan& plan, at::Tensor& out) {
 }  // namespace
 
 TORCH_LIBRARY_IMPL(treduce, CPU, m) {
-  m.impl("sum", &entry_dtype<OpKind::kSum, &cpu_launch>);
-  m.impl("mean", &entry_dtype<OpKind::kMean, &cpu_launch>);
+  // Sums and means reduce in logical order (the canonical order), whatever the layout.
+  m.impl("sum", &entry_dtype<OpKind::kSum, &cpu_launch, /*kLogical=*/true>);
+  m.impl("mean", &entry_dtype<OpKind::kMean, &cpu_launch, /*kLogical=*/true>);
   m.impl("prod", &entry_dtype<OpKind::kProd, &cpu_launch>);
   m.impl("amax", &entry_dims<OpKind::kAmax, &cpu_launch>);
   m.impl("amin", &entry_dims<OpKind::kAmin, &cpu_launch>);
