@@ -21,7 +21,7 @@ with_cuda = (
 )
 os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0+PTX")
 
-sources = ["csrc/ops.cpp", "csrc/plan.cpp", "csrc/cpu/reduce_cpu.cpp"]
+sources = ["csrc/ops.cpp", "csrc/plan.cpp", "csrc/autograd.cpp", "csrc/cpu/reduce_cpu.cpp"]
 # No fast-math anywhere: flushing denormals or reassociating would change results.
 cxx_flags = ["-O3", "-std=c++17", "-fno-fast-math"]
 nvcc_flags = ["-O3", "-std=c++17", "--expt-relaxed-constexpr", "-lineinfo"]
