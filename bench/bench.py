@@ -266,6 +266,23 @@ def fmt_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def summary(rows: list[dict]) -> str:
+    """Geometric mean of each peer's time over ours (issue 3, goal 6), and how many cells are at
+    least as fast as the best peer (goal 1)."""
+    lines = []
+    for peer in ("torch", "inductor", "cub"):
+        r = [row[f"{peer}_us"] / row["treduce_us"] for row in rows
+             if row.get(f"{peer}_us") and row.get("treduce_us")]
+        if r:
+            g = math.exp(sum(map(math.log, r)) / len(r))
+            lines.append(f"- geometric mean × {peer}: {g:.2f} over {len(r)} cells "
+                         f"(lowest {min(r):.2f})")
+    best = [min(row[f"{p}_us"] for p in ("torch", "inductor", "cub") if row.get(f"{p}_us"))
+            / row["treduce_us"] for row in rows if row.get("treduce_us")]
+    lines.append(f"- cells at ≥ 1.00× the best peer: {sum(b >= 1.0 for b in best)} of {len(best)}")
+    return "\n".join(lines)
+
+
 def plots(rows: list[dict], out: Path) -> None:
     try:
         import matplotlib
@@ -330,12 +347,17 @@ def main() -> None:
     meta = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
             "cupy": getattr(cupy, "__version__", None)}
     (args.out / "results.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    table = fmt_table(rows)
-    (args.out / "results.md").write_text(
-        f"# Bench results\n\n{meta}\n\nRatios are peer time / treduce time (> 1: treduce "
-        f"faster). % ceiling: the read-only stream kernel's time over ours.\n\n{table}\n")
+    write_markdown(meta, rows, args.out)
     plots(rows, args.out)
-    print(table)
+    print(fmt_table(rows))
+    print(summary(rows))
+
+
+def write_markdown(meta: dict, rows: list[dict], out: Path) -> None:
+    (out / "results.md").write_text(
+        f"# Bench results\n\n{meta}\n\nRatios are peer time / treduce time (> 1: treduce "
+        f"faster). % ceiling: the read-only stream kernel's time over ours.\n\n"
+        f"{fmt_table(rows)}\n\n{summary(rows)}\n")
 
 
 if __name__ == "__main__":
