@@ -14,6 +14,11 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#include <xmmintrin.h>
+#endif
+
 #include "../dispatch.h"
 #include "../plan.h"
 #include "../reduce_ops.h"
@@ -72,6 +77,39 @@ struct Cascade {
   }
 };
 
+#if defined(__SSE2__)
+// Eight whole float32 leaves (p[0 .. 8*kLeaf)) into their compensated pairs, one leaf per SSE
+// lane, two groups of four for the pipeline. Each lane runs exactly the operations of
+// CompSumOp::reduce in the same order, so the bits are those of the scalar loop; loads of four
+// consecutive elements of each leaf are transposed so that lane l sees leaf l's elements in order.
+template <class acc_t>
+void eight_float_leaves(const float* p, acc_t* out) {
+  __m128 s[2] = {_mm_setzero_ps(), _mm_setzero_ps()};
+  __m128 c[2] = {_mm_setzero_ps(), _mm_setzero_ps()};
+  for (int64_t j = 0; j < kLeaf; j += 4) {
+    for (int g = 0; g < 2; ++g) {
+      const float* q = p + g * 4 * kLeaf + j;
+      __m128 v0 = _mm_loadu_ps(q), v1 = _mm_loadu_ps(q + kLeaf);
+      __m128 v2 = _mm_loadu_ps(q + 2 * kLeaf), v3 = _mm_loadu_ps(q + 3 * kLeaf);
+      _MM_TRANSPOSE4_PS(v0, v1, v2, v3);  // v_k: element j + k of leaves 4g .. 4g + 3
+      for (__m128 v : {v0, v1, v2, v3}) {
+        const __m128 sum = _mm_add_ps(s[g], v);
+        const __m128 bb = _mm_sub_ps(sum, s[g]);
+        const __m128 e = _mm_add_ps(_mm_sub_ps(s[g], _mm_sub_ps(sum, bb)), _mm_sub_ps(v, bb));
+        s[g] = sum;
+        c[g] = _mm_add_ps(c[g], e);
+      }
+    }
+  }
+  alignas(16) float ss[8], cc[8];
+  _mm_store_ps(ss, s[0]);
+  _mm_store_ps(ss + 4, s[1]);
+  _mm_store_ps(cc, c[0]);
+  _mm_store_ps(cc + 4, c[1]);
+  for (int l = 0; l < 8; ++l) out[l] = {ss[l], cc[l]};
+}
+#endif
+
 // Elements [r0, r1) of one output whose kept offset is `base`: leaves of kLeaf elements merged by
 // the cascade. A compensated sum folds each leaf in order; the other ops fold a leaf with eight
 // interleaved accumulators (a plain pointer loop that the compiler vectorises).
@@ -93,10 +131,17 @@ typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& re
       for (; r + kBatch * kLeaf <= r1; r += kBatch * kLeaf) {
         const in_t* p = in + base + r;
         acc_t a[kBatch];
-        for (int l = 0; l < kBatch; ++l) a[l] = Op::identity();
-        for (int64_t j = 0; j < kLeaf; ++j)
-          for (int l = 0; l < kBatch; ++l)
-            a[l] = Op::reduce(a[l], static_cast<value_t>(p[l * kLeaf + j]));
+#if defined(__SSE2__)
+        if constexpr (std::is_same_v<in_t, float> && std::is_same_v<value_t, float>) {
+          eight_float_leaves(p, a);
+        } else
+#endif
+        {
+          for (int l = 0; l < kBatch; ++l) a[l] = Op::identity();
+          for (int64_t j = 0; j < kLeaf; ++j)
+            for (int l = 0; l < kBatch; ++l)
+              a[l] = Op::reduce(a[l], static_cast<value_t>(p[l * kLeaf + j]));
+        }
         for (int l = 0; l < kBatch; ++l) cascade.push(&a[l]);
       }
     }
