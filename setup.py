@@ -23,7 +23,10 @@ os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0+PTX")
 
 sources = ["csrc/ops.cpp", "csrc/plan.cpp", "csrc/autograd.cpp", "csrc/cpu/reduce_cpu.cpp"]
 # No fast-math anywhere: flushing denormals or reassociating would change results.
-cxx_flags = ["-O3", "-std=c++17", "-fno-fast-math"]
+# -fopenmp: torch's CPU build uses the OpenMP backend of at::parallel_for, a header template whose
+# `#pragma omp parallel` is silently ignored (the CPU kernels run on one thread) without it.
+cxx_flags = ["-O3", "-std=c++17", "-fno-fast-math", "-fopenmp"]
+link_flags = ["-fopenmp"]
 nvcc_flags = ["-O3", "-std=c++17", "--expt-relaxed-constexpr", "-lineinfo"]
 if with_cuda:
     sources += [
@@ -33,11 +36,11 @@ if with_cuda:
     ]
     ext = CUDAExtension(
         "torch_reduce._C", sources, extra_compile_args={"cxx": cxx_flags, "nvcc": nvcc_flags},
-        py_limited_api=True,
+        extra_link_args=link_flags, py_limited_api=True,
     )
 else:
     ext = CppExtension("torch_reduce._C", sources, extra_compile_args={"cxx": cxx_flags},
-                       py_limited_api=True)
+                       extra_link_args=link_flags, py_limited_api=True)
 
 # Recorded so that a failing import can name the torch the extension was built against.
 (ROOT / "torch_reduce" / "_build_info.py").write_text(
