@@ -208,8 +208,10 @@ Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
     plan.input = self.to(plan.out_dtype);
   }
 
-  // Arg ops: the reduced index must be torch's index; `logical_order`: the canonical order.
-  const bool logical = is_arg(kind) || logical_order;
+  // Arg ops: the reduced index must be torch's index. `logical_order`: the canonical order of
+  // floating sums (integer sums are exact in any order and keep the faster memory order).
+  const bool logical =
+      is_arg(kind) || (logical_order && at::isFloatingType(plan.out_dtype));
   kept = canonicalize(kept, /*check_out=*/true, /*by_stride=*/true);
   red = canonicalize(red, /*check_out=*/false, /*by_stride=*/!logical);
   if (static_cast<int>(kept.size()) > kMaxDims || static_cast<int>(red.size()) > kMaxDims) {

@@ -92,11 +92,12 @@ struct CompSumOp {
     r.c = (a.c + b.c) + e;
     return r;
   }
-  // s + c rounded once. Once s is infinite or NaN the error terms mean nothing (inf - inf):
-  // the result is s, as a plain sum would give. A zero result is +0.
+  // Once s is infinite or NaN the error terms mean nothing (inf - inf): the result is then s,
+  // as a plain sum would give.
+  TR_HD static bool finite(acc_t a) { return (a.s - a.s) == T(0); }
+  // s + c rounded once. A zero result is +0.
   TR_HD static T finalize(acc_t a, int64_t = 0, int64_t = 0) {
-    const bool finite = (a.s - a.s) == T(0);
-    return finite ? a.s + a.c : a.s;
+    return finite(a) ? a.s + a.c : a.s;
   }
 };
 
@@ -104,9 +105,8 @@ struct CompSumOp {
 template <class T>
 struct CompMeanOp : CompSumOp<T> {
   TR_HD static T finalize(Compensated<T> a, int64_t K, int64_t = 0) {
-    const bool finite = (a.s - a.s) == T(0);
-    const double sum = finite ? static_cast<double>(a.s) + static_cast<double>(a.c)
-                              : static_cast<double>(a.s);
+    const double s = static_cast<double>(a.s);
+    const double sum = CompSumOp<T>::finite(a) ? s + static_cast<double>(a.c) : s;
     return static_cast<T>(sum / static_cast<double>(K));
   }
 };

@@ -253,14 +253,6 @@ for _op in ("argmax", "argmin"):
 # Autograd for prod (the others: csrc/autograd.cpp). The backward formula is plain torch ops, so
 # it is traceable and differentiable again (double backward).
 
-def _restore_dims(t: torch.Tensor, dims: list[int], keepdim: bool) -> torch.Tensor:
-    """Gives a reduced result back its reduced dims, as size 1, for broadcasting."""
-    if not keepdim:
-        for d in dims:  # ascending, so each index is already final
-            t = t.unsqueeze(d)
-    return t
-
-
 def _prod_setup(ctx, inputs, keyword_only_inputs, output):
     x, dim, keepdim = inputs
     ctx.dims = _reduced_dims(x, dim)

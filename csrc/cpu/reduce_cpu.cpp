@@ -271,29 +271,18 @@ void same_dtype(const Plan& plan, at::Tensor& out) {
   });
 }
 
-// sum and mean: the (input, output) pairs of dispatch.h; floating results take the compensated
-// canonical order (FloatOp), integer sums are exact (SumOp; a mean never has an integer result).
-template <template <class> class FloatOp>
-void sum_like(const Plan& plan, at::Tensor& out) {
-  visit_sum_pair<true>(plan.input.scalar_type(), plan.out_dtype, [&](auto ti, auto to) {
-    using in_t = typename decltype(ti)::type;
-    using out_t = typename decltype(to)::type;
-    if constexpr (std::is_integral_v<out_t>) {
-      TORCH_INTERNAL_ASSERT(plan.kind == OpKind::kSum, "treduce: integer mean result");
-      reduce_cpu<SumOp<int64_t>, in_t, out_t>(plan, out);
-    } else {
-      reduce_cpu<FloatOp<acc_of<out_t>>, in_t, out_t>(plan, out);
-    }
-  });
-}
-
-// prod: the same pairs.
-template <template <class> class OpT>
+// sum, mean, prod: the (input, output) pairs of dispatch.h. Floating results use FloatOp (for sum
+// and mean the compensated canonical order), integer results IntOp over int64 (a mean never has
+// an integer result: the plan raises first).
+template <template <class> class FloatOp, template <class> class IntOp>
 void with_dtype(const Plan& plan, at::Tensor& out) {
   visit_sum_pair<true>(plan.input.scalar_type(), plan.out_dtype, [&](auto ti, auto to) {
     using in_t = typename decltype(ti)::type;
     using out_t = typename decltype(to)::type;
-    reduce_cpu<OpT<acc_of<out_t>>, in_t, out_t>(plan, out);
+    if constexpr (std::is_integral_v<out_t>)
+      reduce_cpu<IntOp<int64_t>, in_t, out_t>(plan, out);
+    else
+      reduce_cpu<FloatOp<acc_of<out_t>>, in_t, out_t>(plan, out);
   });
 }
 
@@ -315,9 +304,9 @@ void bitwise(const Plan& plan, at::Tensor& out) {
 
 void cpu_launch(const Plan& plan, at::Tensor& out) {
   switch (plan.kind) {
-    case OpKind::kSum: return sum_like<CompSumOp>(plan, out);
-    case OpKind::kMean: return sum_like<CompMeanOp>(plan, out);
-    case OpKind::kProd: return with_dtype<ProdOp>(plan, out);
+    case OpKind::kSum: return with_dtype<CompSumOp, SumOp>(plan, out);
+    case OpKind::kMean: return with_dtype<CompMeanOp, SumOp>(plan, out);
+    case OpKind::kProd: return with_dtype<ProdOp, ProdOp>(plan, out);
     case OpKind::kAmax: return same_dtype<MaxOp, true>(plan, out);
     case OpKind::kAmin: return same_dtype<MinOp, true>(plan, out);
     case OpKind::kArgmax: return index_of<ArgMaxOp>(plan, out);
@@ -331,7 +320,7 @@ void cpu_launch(const Plan& plan, at::Tensor& out) {
 }  // namespace
 
 TORCH_LIBRARY_IMPL(treduce, CPU, m) {
-  // Sums and means reduce in logical order (the canonical order), whatever the layout.
+  // Floating sums and means reduce in logical order (the canonical order), whatever the layout.
   m.impl("sum", &entry_dtype<OpKind::kSum, &cpu_launch, /*kLogical=*/true>);
   m.impl("mean", &entry_dtype<OpKind::kMean, &cpu_launch, /*kLogical=*/true>);
   m.impl("prod", &entry_dtype<OpKind::kProd, &cpu_launch>);
