@@ -46,11 +46,11 @@ inline int next_pow2(int64_t v) {
 
 // How many blocks to split K over when the tiles alone do not fill the GPU: the count whose
 // blocks fill their last wave best (tiles * s against whole waves of `target` blocks; the
-// smaller s on a tie), each split keeping at least `min_units` units of work. A split count that
+// smaller s on a tie), each split keeping about `min_units` units of work (the last may get less). A split count that
 // overshoots one wave by a few blocks would leave most SMs idle in the second.
 inline int choose_splits(int64_t tiles, int64_t units, int64_t min_units, int64_t target) {
   if (tiles >= target) return 1;
-  const int64_t most = std::min(std::max<int64_t>(1, units / min_units), kMaxSplits);
+  const int64_t most = std::min(std::max<int64_t>(1, ceil_div(units, min_units)), kMaxSplits);
   int64_t best = 1;
   double best_fill = 0.0;
   // The candidates: the most splits that fit in w whole waves, w = 1..4.

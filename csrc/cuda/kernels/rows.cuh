@@ -88,17 +88,20 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
       for (int64_t r = lane; r < head; r += G) acc = fold<Op>(acc, row[r], r);
     const int64_t chunk = int64_t(kUnroll) * G;
     const int64_t stride = int64_t(splits) * chunk;
-    int64_t base = split * chunk;
-    for (; base + chunk <= nvec; base += stride) {
+    // One loop for whole and partial chunks: a load past the end re-reads the last vector
+    // (clamped, so the loads stay unconditional and all in flight) and is not folded.
+    for (int64_t base = split * chunk; base < nvec; base += stride) {
       VecT x[kUnroll];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) x[u] = vp[base + u * G + lane];
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t v = base + u * G + lane;
+        x[u] = vp[v < nvec ? v : nvec - 1];
+      }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
-        acc = fold_vec<Op>(acc, x[u], head + (base + u * G + lane) * V);
+        if (base + u * G + lane < nvec)
+          acc = fold_vec<Op>(acc, x[u], head + (base + u * G + lane) * V);
     }
-    for (int64_t v = base + lane; v < nvec && v < base + chunk; v += G)  // one partial chunk
-      acc = fold_vec<Op>(acc, vp[v], head + v * V);
     if (split == 0)
       for (int64_t r = head + nvec * V + lane; r < K; r += G) acc = fold<Op>(acc, row[r], r);
   } else {
