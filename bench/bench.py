@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,6 +231,17 @@ def run_case(case: Case, inductor: bool) -> dict:
     ceil = ceiling_fn(x)
     if ceil is not None:
         impls["ceiling"] = ceil
+    # Floating sums and means run in the canonical compensated order (issue 4); "plain" times
+    # the uncompensated kernels of the same strategy (TREDUCE_CANON_LAUNCH=plain) on the same
+    # input, for the speed condition (at most 3% slower).
+    if case.op in ("sum", "mean") and x.dtype.is_floating_point:
+        def plain():
+            os.environ["TREDUCE_CANON_LAUNCH"] = "plain"
+            try:
+                return ours_fn(case)(x)
+            finally:
+                del os.environ["TREDUCE_CANON_LAUNCH"]
+        impls["plain"] = plain
     for name, fn in impls.items():
         try:
             row[f"{name}_us"] = bench_ms(fn) * 1e3
@@ -246,7 +258,7 @@ def run_case(case: Case, inductor: bool) -> dict:
 
 
 def fmt_table(rows: list[dict]) -> str:
-    peers = ["torch", "inductor", "cub"]
+    peers = ["torch", "inductor", "cub", "plain"]
     head = ("| class | case | treduce µs | TB/s | % ceiling | " +
             " | ".join(f"× {p}" for p in peers) + " | graph µs (ours / torch) |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
@@ -280,6 +292,13 @@ def summary(rows: list[dict]) -> str:
     best = [min(row[f"{p}_us"] for p in ("torch", "inductor", "cub") if row.get(f"{p}_us"))
             / row["treduce_us"] for row in rows if row.get("treduce_us")]
     lines.append(f"- cells at ≥ 1.00× the best peer: {sum(b >= 1.0 for b in best)} of {len(best)}")
+    plain = [(row["plain_us"] / row["treduce_us"], row["case"]) for row in rows
+             if row.get("plain_us") and row.get("treduce_us")]
+    if plain:
+        slow = [f"{c} ({r:.2f})" for r, c in plain if r < 0.97]
+        lines.append(f"- canonical sums/means against the plain kernels (× plain; issue 4 asks "
+                     f"≥ 0.97): {len(plain) - len(slow)} of {len(plain)} cells meet it" +
+                     (f"; below: {', '.join(slow)}" if slow else ""))
     return "\n".join(lines)
 
 

@@ -57,6 +57,9 @@ struct ScaledMeanOp : SumOp<T> {
 // folded in order and the leaf pairs merged by a fixed binary tree, so the result is the same
 // for any thread count and, rounded once at the end, correctly rounded except under extreme
 // cancellation. Used by the CPU backend for floating sums and means (the canonical order).
+// Leaves of the canonical order: kCanonLeaf consecutive reduced elements at fixed positions.
+constexpr int64_t kCanonLeaf = 64;
+
 template <class T>
 struct Compensated {
   T s;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: build, run the whole test suite, the demo and (BENCH=1) the bench.
+# One call on the GPU machine: build, run the whole test suite, the demo and (BENCH=1) the
+# accuracy table (bench/accuracy.py) and the bench.
 # Logs and results go to $OUT; a short summary is printed last.
 #   PYTEST_ARGS="-k cuda"  BENCH=1  BENCH_ARGS="--quick"  bash scripts/h200.sh
 # PREBUILT=1 uses the extension built on the development machine (carried with the tree:
@@ -35,6 +36,7 @@ if [ "${DEMO:-1}" = 1 ]; then
   python3 examples/demo.py > "$OUT/demo.log" 2>&1; tail -12 "$OUT/demo.log"
 fi
 if [ "${BENCH:-0}" = 1 ]; then
-  python3 bench/bench.py --out "$OUT" ${BENCH_ARGS:-} 2>&1 | tail -80
+  python3 bench/accuracy.py --out "$OUT" > "$OUT/accuracy.log" 2>&1; tail -16 "$OUT/accuracy.log"
+  python3 bench/bench.py --out "$OUT" ${BENCH_ARGS:-} 2>&1 | grep -v "it/s]" | tail -80
 fi
 cat "$OUT/gpu.txt"

@@ -5,7 +5,8 @@ fixed positions; each leaf is folded in order into a compensated pair (s, c) wit
 pairs are merged by the perfect binary tree over leaf index (missing leaves are the identity);
 the result is s + c rounded once. `canonical_sum` below is an independent numpy implementation
 of that order: the CPU backend must match it bit for bit, whatever the layout, offset or thread
-count. (The CUDA kernels do not follow this order yet: their sums are within rounding of torch.)
+count. The CUDA kernels follow the same order: tests/test_numerics_cuda.py compares their bits
+with the CPU's.
 """
 import math
 

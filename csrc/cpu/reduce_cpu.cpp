@@ -26,7 +26,7 @@
 namespace treduce {
 namespace {
 
-constexpr int64_t kLeaf = 64;
+constexpr int64_t kLeaf = kCanonLeaf;  // reduce_ops.h
 constexpr int64_t kChunk = 16384;  // 256 leaves: chunks are nodes of the leaf tree
 
 // Ops whose leaves are folded strictly in order (the compensated sums): the canonical order.

@@ -27,27 +27,64 @@ template <> struct cuda_type<c10::Float8_e5m2> { using type = __nv_fp8_e5m2; };
 // zero when they finish, so they are zeroed once, when first made; see reduce_cuda.cu.
 unsigned* counter_pool(const at::Tensor& like, cudaStream_t stream);
 
+// What a split launch needs besides the input and output: `slots` accumulators of scratch from
+// the caching allocator (held by `buffer` until the launch is queued) and the stream's counters.
+// Nothing when slots == 0.
+template <class acc_t>
+struct SplitScratch {
+  at::Tensor buffer;
+  acc_t* partials = nullptr;
+  unsigned* counters = nullptr;
+  SplitScratch(const Plan& plan, int64_t slots, int64_t tiles, cudaStream_t stream) {
+    TORCH_INTERNAL_ASSERT(tiles <= kCounterCapacity, "treduce: too many split tiles");
+    if (slots == 0) return;
+    buffer = at::empty({slots * static_cast<int64_t>(sizeof(acc_t))},
+                       plan.input.options().dtype(at::kByte));
+    partials = reinterpret_cast<acc_t*>(buffer.data_ptr());
+    counters = counter_pool(plan.input, stream);
+  }
+};
+
 template <class Op, class in_at, class out_at>
 void run_cuda(const Plan& plan, at::Tensor& out) {
   using in_t = typename cuda_type<in_at>::type;
   using out_t = typename cuda_type<out_at>::type;
-  using acc_t = typename Op::acc_t;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const in_t* in = reinterpret_cast<const in_t*>(plan.input.const_data_ptr());
   const Launch lc = plan_launch<Op, in_t, out_t>(plan.geom, in, sms);
-  TORCH_INTERNAL_ASSERT(lc.counters <= kCounterCapacity, "treduce: too many split tiles");
-  at::Tensor scratch;
-  acc_t* partials = nullptr;
-  unsigned* counters = nullptr;
-  if (lc.partials > 0) {
-    scratch = at::empty({lc.partials * static_cast<int64_t>(sizeof(acc_t))},
-                        plan.input.options().dtype(at::kByte));
-    partials = reinterpret_cast<acc_t*>(scratch.data_ptr());
-    counters = counter_pool(plan.input, stream);
-  }
+  const SplitScratch<typename Op::acc_t> scratch(plan, lc.partials, lc.counters, stream);
   run_launch<Op, in_t, out_t>(lc, plan.geom, in, reinterpret_cast<out_t*>(out.mutable_data_ptr()),
-                              partials, counters, stream);
+                              scratch.partials, scratch.counters, stream);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// The forced configuration of the canonical kernels, from the environment variable
+// TREDUCE_CANON_LAUNCH (read at every call; tests use it): "y=Y,splits=S,rounds=R" forces Y
+// leaf lanes per block, S blocks per output tile and R rounds per split (each optional; a split
+// is a node of the tree that one block computes); "plain" sends floating sums and means to the plain,
+// uncompensated kernels instead (the bench's baseline). See reduce_cuda.cu.
+struct CanonMode {
+  bool plain = false;
+  CanonOverride force{};
+};
+CanonMode canon_mode();
+
+// Floating sums and means in the canonical order (canon.cuh): the same steps as run_cuda.
+template <class Op, class in_at, class out_at>
+void run_canon(const Plan& plan, at::Tensor& out, const CanonOverride& force) {
+  using in_t = typename cuda_type<in_at>::type;
+  using out_t = typename cuda_type<out_at>::type;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const in_t* in = reinterpret_cast<const in_t*>(plan.input.const_data_ptr());
+  const CanonLaunch lc = plan_canon<Op, in_t, out_t>(plan.geom, in, sms, force);
+  TORCH_CHECK(lc.ok, "treduce.", op_name(plan.kind), ": ", plan.geom.reduce_len,
+              " reduced elements per output is more than the canonical kernels support");
+  const SplitScratch<typename Op::acc_t> scratch(plan, lc.partials, lc.counters, stream);
+  run_canon_launch<Op, in_t, out_t>(lc, plan.geom, in,
+                                    reinterpret_cast<out_t*>(out.mutable_data_ptr()),
+                                    scratch.partials, scratch.counters, stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

@@ -1,5 +1,7 @@
 // The mean kernels: the sum's pairs with a floating-point result (the plan rejects integer results
-// and converts other inputs first), float8 inputs included. finalize() scales by torch's factor.
+// and converts other inputs first), float8 inputs included. The canonical compensated sum divided
+// by K in double and rounded once (CompMeanOp, as on the CPU); TREDUCE_CANON_LAUNCH=plain gives
+// the plain kernels with torch's scale factor (ScaledMeanOp) instead.
 #include <type_traits>
 
 #include "../dispatch.h"
@@ -9,13 +11,16 @@
 namespace treduce {
 
 void mean_cuda_launch(const Plan& plan, at::Tensor& out) {
+  const CanonMode mode = canon_mode();
   visit_sum_pair<true>(plan.input.scalar_type(), plan.out_dtype, [&](auto ti, auto to) {
     using in_t = typename decltype(ti)::type;
     using out_t = typename decltype(to)::type;
     if constexpr (std::is_integral_v<out_t>) {
       TORCH_INTERNAL_ASSERT(false, "treduce.mean: integer result dtype reached the kernel");
-    } else {
+    } else if (mode.plain) {
       run_cuda<ScaledMeanOp<acc_of<out_t>>, in_t, out_t>(plan, out);
+    } else {
+      run_canon<CompMeanOp<acc_of<out_t>>, in_t, out_t>(plan, out, mode.force);
     }
   });
 }

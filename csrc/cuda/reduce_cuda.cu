@@ -4,8 +4,11 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include <cstdlib>
+#include <algorithm>
 #include <map>
 #include <mutex>
+#include <string>
 #include <tuple>
 
 #include "binding.cuh"
@@ -37,6 +40,45 @@ unsigned* counter_pool(const at::Tensor& like, cudaStream_t stream) {
   return reinterpret_cast<unsigned*>(it->second.data_ptr());
 }
 
+CanonMode canon_mode() {
+  CanonMode m;
+  const char* env = std::getenv("TREDUCE_CANON_LAUNCH");
+  if (env == nullptr || *env == '\0') return m;
+  const std::string spec(env);
+  if (spec == "plain") {
+    m.plain = true;
+    return m;
+  }
+  size_t pos = 0;
+  while (pos < spec.size()) {
+    const size_t end = std::min(spec.find(',', pos), spec.size());
+    const std::string item = spec.substr(pos, end - pos);
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const long value = eq == std::string::npos ? -1 : std::strtol(item.c_str() + eq + 1, nullptr, 10);
+    if (key == "y") {
+      TORCH_CHECK(value >= 1 && value <= kCanonThreads && (value & (value - 1)) == 0,
+                  "TREDUCE_CANON_LAUNCH: y must be a power of two from 1 to ", kCanonThreads,
+                  " (got '", item, "')");
+      m.force.y = static_cast<int>(value);
+    } else if (key == "rounds") {
+      TORCH_CHECK(value >= 1 && value <= (1 << 20) && (value & (value - 1)) == 0,
+                  "TREDUCE_CANON_LAUNCH: rounds must be a power of two from 1 to 2^20 (got '",
+                  item, "')");
+      m.force.rounds = static_cast<int>(value);
+    } else if (key == "splits") {
+      TORCH_CHECK(value >= 1 && value <= 65535, "TREDUCE_CANON_LAUNCH: splits must be from 1 "
+                  "to 65535 (got '", item, "')");
+      m.force.splits = static_cast<int>(value);
+    } else {
+      TORCH_CHECK(false, "TREDUCE_CANON_LAUNCH: expected 'plain' or 'y=Y,splits=S,rounds=R', got '",
+                  spec, "'");
+    }
+    pos = end + 1;
+  }
+  return m;
+}
+
 namespace {
 
 // This backend's kernel for every op: one launcher per op family.
@@ -57,11 +99,13 @@ void cuda_launch(const Plan& plan, at::Tensor& out) {
 
 // A device guard for the input's device around everything (plan, allocation, counters, launch),
 // then the shared entry for each schema form of plan.h.
+// Floating sums and means keep the reduced dims in logical order: the canonical order (canon.cuh).
 template <OpKind K>
 at::Tensor with_dtype(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                       std::optional<at::ScalarType> dtype) {
   const c10::cuda::OptionalCUDAGuard guard(self.device());
-  return entry_dtype<K, &cuda_launch>(self, dim, keepdim, dtype);
+  constexpr bool kLogical = K == OpKind::kSum || K == OpKind::kMean;
+  return entry_dtype<K, &cuda_launch, kLogical>(self, dim, keepdim, dtype);
 }
 template <OpKind K>
 at::Tensor with_dims(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {

@@ -1,4 +1,9 @@
-// The sum kernels: one instantiation per (input, output) pair of dispatch.h, float8 inputs included.
+// The sum kernels: one instantiation per (input, output) pair of dispatch.h, float8 inputs
+// included. Floating results follow the canonical order (canon.cuh); integer results are exact
+// in any order (int64 with wrap-around) and use the plain kernels, as do floating results when
+// TREDUCE_CANON_LAUNCH=plain asks for the uncompensated baseline.
+#include <type_traits>
+
 #include "../dispatch.h"
 #include "../reduce_ops.h"
 #include "binding.cuh"
@@ -6,10 +11,19 @@
 namespace treduce {
 
 void sum_cuda_launch(const Plan& plan, at::Tensor& out) {
+  const CanonMode mode = canon_mode();
   visit_sum_pair<true>(plan.input.scalar_type(), plan.out_dtype, [&](auto ti, auto to) {
     using in_t = typename decltype(ti)::type;
     using out_t = typename decltype(to)::type;
-    run_cuda<SumOp<acc_of<out_t>>, in_t, out_t>(plan, out);
+    using acc_t = acc_of<out_t>;
+    if constexpr (std::is_integral_v<out_t>) {
+      run_cuda<SumOp<acc_t>, in_t, out_t>(plan, out);
+    } else {
+      if (mode.plain)
+        run_cuda<SumOp<acc_t>, in_t, out_t>(plan, out);
+      else
+        run_canon<CompSumOp<acc_t>, in_t, out_t>(plan, out, mode.force);
+    }
   });
 }
 

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "../../geometry.h"
+#include "canon.cuh"
 #include "cols.cuh"
 #include "rows.cuh"
 
@@ -105,18 +106,22 @@ int blocks_per_sm(Strategy s, bool vec_cols, bool packed) {
   }
 }
 
-// Whether every column group of V = cols_vec() outputs is aligned for one V-element load at every
-// reduced element: aligned base, inner size a multiple of V, and every other stride a multiple of it.
-template <class Op, class in_t>
-bool columns_vectorizable(const Geometry& g, const void* in) {
-  constexpr int V = cols_vec<Op, in_t>();
-  if (reinterpret_cast<uintptr_t>(in) % (V * sizeof(in_t)) != 0) return false;
+// Whether every group of V neighbouring outputs can be read with one V-element load at every
+// reduced element: aligned base, inner size a multiple of V, and every other stride a multiple
+// of it.
+inline bool columns_aligned(const Geometry& g, const void* in, int V, int elem_size) {
+  if (reinterpret_cast<uintptr_t>(in) % (uintptr_t(V) * elem_size) != 0) return false;
   if (g.kept.sizes[g.kept.ndim - 1] % V != 0) return false;
   for (int d = 0; d + 1 < g.kept.ndim; ++d)
     if (g.kept.in_strides[d] % V != 0) return false;
   for (int d = 0; d < g.red.ndim; ++d)
     if (g.red.in_strides[d] % V != 0) return false;
   return true;
+}
+
+template <class Op, class in_t>
+bool columns_vectorizable(const Geometry& g, const void* in) {
+  return columns_aligned(g, in, cols_vec<Op, in_t>(), sizeof(in_t));
 }
 
 // Whether the reduced dims are runs of whole 16-byte vectors: the innermost has stride 1 and a
@@ -208,23 +213,29 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
   return lc;
 }
 
+// packed_rows_kernel for K = 2, 4, 8 or 16 (at most V; rows_packable).
+template <class Op, class in_t, class out_t>
+void run_packed(const Geometry& g, const in_t* in, out_t* out, int64_t nvec, dim3 grid,
+                dim3 block, cudaStream_t stream) {
+  constexpr int V = vec_width<in_t>();
+  auto packed = [&](auto k) {
+    constexpr int kK = decltype(k)::value;
+    if constexpr (kK <= V)
+      packed_rows_kernel<Op, in_t, out_t, kK><<<grid, block, 0, stream>>>(in, out, g, nvec);
+  };
+  switch (g.reduce_len) {
+    case 2: packed(std::integral_constant<int, 2>{}); break;
+    case 4: packed(std::integral_constant<int, 4>{}); break;
+    case 8: packed(std::integral_constant<int, 8>{}); break;
+    default: packed(std::integral_constant<int, 16>{}); break;
+  }
+}
+
 template <class Op, class in_t, class out_t>
 void run_launch(const Launch& lc, const Geometry& g, const in_t* in, out_t* out,
                 typename Op::acc_t* partials, unsigned* counters, cudaStream_t stream) {
-  if (lc.packed) {  // K is 2, 4, 8 or 16, at most V (rows_packable)
-    constexpr int V = vec_width<in_t>();
-    auto packed = [&](auto k) {
-      constexpr int kK = decltype(k)::value;
-      if constexpr (kK <= V)
-        packed_rows_kernel<Op, in_t, out_t, kK>
-            <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.packed_vecs);
-    };
-    switch (g.reduce_len) {
-      case 2: packed(std::integral_constant<int, 2>{}); break;
-      case 4: packed(std::integral_constant<int, 4>{}); break;
-      case 8: packed(std::integral_constant<int, 8>{}); break;
-      default: packed(std::integral_constant<int, 16>{}); break;
-    }
+  if (lc.packed) {
+    run_packed<Op>(g, in, out, lc.packed_vecs, lc.grid, lc.block, stream);
     return;
   }
   switch (lc.strategy) {
@@ -245,6 +256,119 @@ void run_launch(const Launch& lc, const Geometry& g, const in_t* in, out_t* out,
             <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cols, partials, counters);
       break;
   }
+}
+
+// ---- canonical sums and means (canon.cuh) ----
+
+// A forced configuration for tests (TREDUCE_CANON_LAUNCH, see reduce_cuda.cu): 0 means automatic.
+struct CanonOverride {
+  int y = 0;       // leaf lanes per block (a power of two dividing kCanonThreads)
+  int splits = 0;  // blocks per tile along K
+  int rounds = 0;  // rounds per split (a power of two)
+};
+
+struct CanonLaunch {
+  CanonConfig cfg{};
+  bool packed = false;  // rows of K = 2, 4, 8, 16 inside 16-byte vectors: packed_rows_kernel,
+  int64_t packed_vecs = 0;  // whose in-order fold of a whole row is the canonical order (one leaf)
+  int vec = 1;  // outputs per thread (canon_vec() or 1)
+  dim3 grid, block;
+  int64_t partials = 0;
+  int64_t counters = 0;
+  bool ok = true;  // false: more split tiles than counters (K over 2^20 rounds, many tiles)
+};
+
+template <class Op, class in_t, class out_t>
+int canon_blocks_per_sm(int vec) {
+  if (vec > 1) {
+    static const int n = occupancy(canon_kernel<Op, in_t, out_t, canon_vec<in_t>()>, kCanonThreads);
+    return n;
+  }
+  static const int n = occupancy(canon_kernel<Op, in_t, out_t, 1>, kCanonThreads);
+  return n;
+}
+
+// Block shape: column layouts put up to 32 output lanes side by side (each reading kVec
+// neighbouring outputs), other layouts give each output as many leaf lanes as it has leaves (up
+// to the whole block). Then the splits, as for the other kernels, rounded so that each split is
+// a power-of-two run of rounds.
+template <class Op, class in_t, class out_t>
+CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const CanonOverride& ov) {
+  CanonLaunch lc;
+  CanonConfig& c = lc.cfg;
+  const int64_t M = g.num_outputs, K = g.reduce_len;
+  if (ov.y == 0 && ov.splits == 0 && ov.rounds == 0 && choose_strategy(g) == Strategy::kRows &&
+      rows_packable<in_t>(g, in)) {
+    lc.packed = true;
+    lc.packed_vecs = M * K / vec_width<in_t>();
+    const int64_t target =
+        int64_t(sm_count) * blocks_per_sm<Op, in_t, out_t>(Strategy::kRows, false, true);
+    lc.block = dim3(kRowsBlock);
+    lc.grid = dim3(static_cast<unsigned>(std::max<int64_t>(
+        1, std::min(ceil_div(lc.packed_vecs, kRowsBlock * kUnroll), target * kGridCapWaves))));
+    return lc;
+  }
+  const bool columns = choose_strategy(g) == Strategy::kColumns;
+  constexpr int V = canon_vec<in_t>();
+  lc.vec = columns && columns_aligned(g, in, V, sizeof(in_t)) ? V : 1;
+  c.leaves = ceil_div(K, kCanonLeaf);
+  if (columns)
+    c.X = std::min(32, next_pow2(ceil_div(g.kept.sizes[g.kept.ndim - 1], lc.vec)));
+  else
+    c.X = kCanonThreads / next_pow2(std::min<int64_t>(kCanonThreads, c.leaves));
+  if (ov.y > 0) c.X = kCanonThreads / ov.y;
+  c.Y = kCanonThreads / c.X;
+  c.rounds = ceil_div(c.leaves, c.Y);
+  c.tiles = ceil_div(M, int64_t(c.X) * lc.vec);
+  c.runs = g.red.in_strides[g.red.ndim - 1] == 1;
+  c.one = step_digits(g.red, 1);
+  const int64_t target = int64_t(sm_count) * canon_blocks_per_sm<Op, in_t, out_t>(lc.vec);
+  // Blocks per tile, as for the other kernels; then splits of a power-of-two number of rounds
+  // (nodes of the tree), about eight per block so that the blocks' shares stay even.
+  int64_t blocks = ov.splits > 0 ? ov.splits : choose_splits(c.tiles, c.rounds, 1, target);
+  blocks = std::max<int64_t>(1, std::min({blocks, c.rounds, kMaxSplits}));
+  const bool countable = c.tiles <= kCounterCapacity;  // split tiles need a counter each
+  if (!countable) blocks = 1;
+  int64_t rps = 1;
+  if (ov.rounds > 0 && countable)
+    rps = ov.rounds;
+  else if (blocks > 1)
+    while (rps * 2 * blocks * 8 <= c.rounds) rps *= 2;
+  else
+    while (rps < c.rounds) rps *= 2;
+  // The final merge reads c = S / Y nodes per thread in sequence: keep c at most 8 (measured:
+  // 64 per thread made narrow columns and NHWC statistics 1.7-2x slower, bench run 10).
+  while (rps < c.rounds && ceil_div(c.rounds, rps) > int64_t(c.Y) * 8) rps *= 2;
+  constexpr int64_t kMaxRounds = int64_t(1) << (kCanonLevels - 1);
+  rps = std::min(rps, kMaxRounds);
+  c.splits = static_cast<int>(std::min<int64_t>(ceil_div(c.rounds, rps), INT32_MAX));
+  c.rounds_per_split = rps;
+  lc.ok = c.splits == 1 || countable;
+  blocks = std::min<int64_t>(blocks, c.splits);
+  c.merge_per_thread = next_pow2(ceil_div(c.splits, c.Y));
+  lc.block = dim3(kCanonThreads);
+  lc.grid = dim3(static_cast<unsigned>(c.splits > 1 ? c.tiles
+                                                    : std::min(c.tiles, target * kGridCapWaves)),
+                 static_cast<unsigned>(c.splits > 1 ? blocks : 1));
+  lc.partials = c.splits > 1 ? c.tiles * c.X * lc.vec * c.splits : 0;
+  lc.counters = c.splits > 1 ? c.tiles : 0;
+  return lc;
+}
+
+template <class Op, class in_t, class out_t>
+void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, out_t* out,
+                      typename Op::acc_t* partials, unsigned* counters, cudaStream_t stream) {
+  if (lc.packed) {
+    run_packed<Op>(g, in, out, lc.packed_vecs, lc.grid, lc.block, stream);
+    return;
+  }
+  constexpr int V = canon_vec<in_t>();
+  if (lc.vec > 1)
+    canon_kernel<Op, in_t, out_t, V>
+        <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cfg, partials, counters);
+  else
+    canon_kernel<Op, in_t, out_t, 1>
+        <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cfg, partials, counters);
 }
 
 }  // namespace treduce

@@ -1,0 +1,174 @@
+"""Issue 4's accuracy and reproducibility table, measured on the GPU.
+
+    python bench/accuracy.py --out DIR [--log2n 28]
+
+For D1-D4 at N = 2^log2n (float32, on the GPU): the error of torch_reduce.sum and of torch.sum in
+float32 ulps of the exact sum, and whether each is fl32(exact); the mean's error. Then
+reproducibility of torch_reduce.sum's bits (yes/no) over 100 runs, forced launch
+configurations, misaligned views, layouts, and CPU against CUDA. Writes DIR/accuracy.md and
+DIR/accuracy.json and prints the tables.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import torch_reduce  # noqa: F401
+
+
+def exact_sum(x: torch.Tensor) -> float:
+    """The sum of x's values to far better than a float32 ulp: a float64 tree of TwoSums whose
+    rounding errors are carried along (their own rounding is about u64^2 of the magnitudes)."""
+    s = x.double().flatten()
+    c = torch.zeros_like(s)
+    while s.numel() > 1:
+        if s.numel() % 2:
+            s = torch.cat([s, s.new_zeros(1)])
+            c = torch.cat([c, c.new_zeros(1)])
+        a, b = s[0::2], s[1::2]
+        t = a + b
+        bb = t - a
+        e = (a - (t - bb)) + (b - bb)
+        c = (c[0::2] + c[1::2]) + e
+        s = t
+    return s.item() + c.item()
+
+
+def data_sets(n: int, device: str, seed: int = 0) -> dict[str, torch.Tensor]:
+    g = torch.Generator(device=device).manual_seed(seed)
+    sign = torch.randint(0, 2, (n,), device=device, generator=g).float() * 2 - 1
+    return {
+        "D1 randn": torch.randn(n, device=device, generator=g),
+        "D2 uniform[0,1)": torch.rand(n, device=device, generator=g),
+        "D3 0.1": torch.full((n,), 0.1, device=device),
+        "D4 ±2^U(-20,20)": sign * torch.exp2(
+            torch.empty(n, device=device).uniform_(-20, 20, generator=g)),
+    }
+
+
+def ulps(value: float, exact: float) -> float:
+    """(value - exact) in units of the float32 ulp at the exact sum."""
+    e = np.float32(exact)
+    return (value - exact) / float(np.spacing(np.abs(e)))
+
+
+def accuracy(log2n: int) -> list[dict]:
+    n = 1 << log2n
+    rows = []
+    for name, x in data_sets(n, "cuda").items():
+        exact = exact_sum(x)
+        want = float(np.float32(exact))
+        ours = torch_reduce.sum(x).item()
+        theirs = torch.sum(x).item()
+        mean = torch_reduce.mean(x).item()
+        want_mean = float(np.float32(exact / n))
+        rows.append({
+            "data": name, "n": n, "exact": exact,
+            "ours": ours, "ours_ulps": ulps(ours, exact), "ours_correct": ours == want,
+            "torch": theirs, "torch_ulps": ulps(theirs, exact), "torch_correct": theirs == want,
+            "mean_ulps": ulps(mean, exact / n) if exact else 0.0,
+            "mean_within_1ulp": abs(mean - want_mean) <= float(np.spacing(np.abs(np.float32(want_mean)))),
+        })
+        del x
+    torch.cuda.empty_cache()
+    return rows
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().cpu().contiguous().view(torch.int32)
+
+
+def reproducibility() -> list[dict]:
+    g = torch.Generator(device="cuda").manual_seed(1)
+    base = torch.randn((1 << 22) + 8, device="cuda", generator=g) * torch.exp2(
+        torch.empty((1 << 22) + 8, device="cuda").uniform_(-20, 20, generator=g))
+    x = base[: 1 << 22]
+    want = bits(torch_reduce.sum(x))
+    rows = []
+
+    same = all(torch.equal(bits(torch_reduce.sum(x)), want) for _ in range(100))
+    rows.append({"property": "100 runs", "torch": None, "ours": same})
+
+    ok = True
+    for y in (1, 4, 32, 256):
+        for splits in (1, 3, 64):
+            os.environ["TREDUCE_CANON_LAUNCH"] = f"y={y},splits={splits}"
+            try:
+                ok &= torch.equal(bits(torch_reduce.sum(x)), want)
+            finally:
+                del os.environ["TREDUCE_CANON_LAUNCH"]
+    rows.append({"property": "launch configurations (12 forced block shapes x splits)",
+                 "torch": None, "ours": ok})
+
+    ours_ok, torch_ok = True, True
+    torch_want = bits(torch.sum(x))
+    for k in range(8):
+        view = base[k:k + (1 << 22)]
+        copy = view.clone()
+        ours_ok &= torch.equal(bits(torch_reduce.sum(view)), bits(torch_reduce.sum(copy)))
+        torch_ok &= torch.equal(bits(torch.sum(view)), bits(torch.sum(copy)))
+    rows.append({"property": "x[k:k+N] vs a contiguous copy, k = 0..7", "torch": torch_ok,
+                 "ours": ours_ok})
+
+    t = x[: 64 * 256 * 16 * 16].reshape(64, 256, 16, 16)
+    layouts = {"transposed": t.permute(3, 2, 1, 0).contiguous().permute(3, 2, 1, 0),
+               "channels_last": t.contiguous(memory_format=torch.channels_last)}
+    ours_ok, torch_ok = True, True
+    for dims in (None, [0, 2, 3], [3]):
+        w = bits(torch_reduce.sum(t, dims))
+        tw = bits(torch.sum(t, dims) if dims else torch.sum(t))
+        for y in layouts.values():
+            ours_ok &= torch.equal(bits(torch_reduce.sum(y, dims)), w)
+            torch_ok &= torch.equal(bits(torch.sum(y, dims) if dims else torch.sum(y)), tw)
+    rows.append({"property": "layouts (contiguous, transposed, channels_last; 3 reductions)",
+                 "torch": torch_ok, "ours": ours_ok})
+
+    xc = x.cpu()
+    ours_ok = torch.equal(bits(torch_reduce.sum(xc)), want)
+    torch_ok = torch.equal(bits(torch.sum(xc)), torch_want)
+    tc = t.cpu()
+    for dims in ([0, 2, 3], [3]):
+        ours_ok &= torch.equal(bits(torch_reduce.sum(tc, dims)), bits(torch_reduce.sum(t, dims)))
+        torch_ok &= torch.equal(bits(torch.sum(tc, dims)), bits(torch.sum(t, dims)))
+    rows.append({"property": "CPU vs CUDA", "torch": torch_ok, "ours": ours_ok})
+    return rows
+
+
+def markdown(acc: list[dict], rep: list[dict]) -> str:
+    lines = ["| data (float32, N = 2^%d) | treduce.sum error (ulps) | torch.sum error (ulps) | "
+             "treduce = fl32(exact) | treduce.mean error (ulps) |" % int(math.log2(acc[0]["n"])),
+             "|---|---|---|---|---|"]
+    for r in acc:
+        lines.append(f"| {r['data']} | {r['ours_ulps']:+.2f} | {r['torch_ulps']:+.2f} | "
+                     f"{'yes' if r['ours_correct'] else 'NO'} | {r['mean_ulps']:+.2f} |")
+    lines += ["", "| bits identical over | torch.sum (CUDA) | treduce.sum |", "|---|---|---|"]
+    yn = {True: "yes", False: "no", None: "—"}
+    for r in rep:
+        lines.append(f"| {r['property']} | {yn[r['torch']]} | {yn[r['ours']]} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--log2n", type=int, default=28)
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    acc = accuracy(args.log2n)
+    rep = reproducibility()
+    md = markdown(acc, rep)
+    (args.out / "accuracy.md").write_text(
+        f"# Accuracy and reproducibility (H200, {torch.cuda.get_device_name()})\n\n{md}\n")
+    (args.out / "accuracy.json").write_text(json.dumps({"accuracy": acc, "reproducibility": rep},
+                                                       indent=1))
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,331 @@
+// canon.cuh: floating sums and means in the canonical order (issue 4, docs/numerics-design.md).
+// Raw CUDA, nothing from torch.
+//
+// The order, the same as the CPU backend's: the K reduced elements of an output, in logical
+// order, are cut into leaves of kCanonLeaf = 64 at fixed positions; each leaf is folded in order
+// into a compensated pair (CompSumOp::reduce); leaf pairs meet in the perfect binary tree over
+// leaf index (pairs (2k, 2k + 1) first; missing leaves are the identity, which combines exactly);
+// finalize rounds once. Every launch configuration below only changes who computes a node of
+// that tree, never the additions, so the bits depend on the values, K, the dtype and the op only.
+//
+// Work split: a block of kCanonThreads threads is X output lanes times Y leaf lanes (thread
+// tid = ty * X + tx). Each thread folds one leaf per round, for kVec neighbouring outputs (one
+// 16-byte or 8-byte load per reduced element when the outputs are contiguous, the column layout),
+// so a round covers Y consecutive leaves: the tree over ty (warp shuffles, then shared memory)
+// makes their node of height log2(Y). Thread ty = 0 pushes each round's node onto a binary
+// counter (its local memory, `levels`), which merges nodes of equal height as they complete: over
+// a power-of-two number of rounds that is again the perfect tree. When there are too few output
+// tiles to fill the GPU, a tile's rounds are cut into splits, each a power-of-two run of rounds
+// at an aligned position (a node of the tree), which the tile's gridDim.y blocks take in turn;
+// the last arrival merges the splits' nodes by the same tree (arrive_last), in the same launch.
+// Row layouts stage each warp's 32 leaves through shared memory (fold_leaf_staged) so that the
+// loads stay coalesced while every lane folds its own leaf.
+//
+//   canon_kernel<CompSumOp<float>, float, float, 1><<<grid, kCanonThreads, 0, stream>>>(
+//       in, out, geom, cfg, partials, counters);
+#pragma once
+#include "../../geometry.h"
+#include "common.cuh"
+
+namespace treduce {
+
+constexpr int kCanonThreads = 256;
+constexpr int kCanonLevels = 21;         // binary-counter levels: at most 2^20 rounds per split
+
+struct CanonConfig {
+  int X;                     // output lanes per block (power of two)
+  int Y;                     // leaf lanes per block (power of two), X * Y = kCanonThreads
+  int64_t leaves;            // L = ceil(K / kCanonLeaf) per output
+  int64_t rounds;            // ceil(L / Y)
+  int64_t tiles;             // ceil(M / (X * kVec))
+  int splits;                // S: splits per tile (gridDim.y blocks take them in turn)
+  int64_t rounds_per_split;  // a power of two; S * rounds_per_split >= rounds
+  int merge_per_thread;      // c: split nodes per thread in the final merge (power of two)
+  bool runs;                 // the innermost reduced dim has stride 1 (rows, NCHW)
+  StepDigits one;            // a step of 1 through g.red
+};
+
+// Outputs per thread in the column layout: 16-byte loads for 4-byte inputs, 8-byte loads of four
+// for 2-byte inputs (four compensated pairs keep the registers in bounds), two doubles.
+template <class in_t>
+constexpr int canon_vec() {
+  return sizeof(in_t) >= 8 ? 2 : 4;
+}
+
+// Folds leaf elements r0 .. r0 + n - 1 (n <= kCanonLeaf) of kVec neighbouring outputs at `p`
+// (the first output's kept offset) into a[], in increasing r: eight loads in flight at a time.
+template <class Op, class in_t, int kVec>
+__device__ __forceinline__ void fold_leaf(const in_t* __restrict__ p, const IndexMap& red,
+                                          const StepDigits& one, int64_t r0, int n,
+                                          typename Op::acc_t (&a)[kVec]) {
+  using value_t = typename Op::value_t;
+  using VecT = Vec<in_t, kVec>;
+  constexpr int kBatch = 8;
+  walk_offsets(red, r0, 1, one, [&](auto&& next) {
+    int j = 0;
+    for (; j + kBatch <= n; j += kBatch) {
+      VecT x[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) x[u] = *reinterpret_cast<const VecT*>(p + next());
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u)
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) a[v] = Op::reduce(a[v], to_acc<value_t>(x[u].v[v]));
+    }
+    for (; j < n; ++j) {
+      const VecT x = *reinterpret_cast<const VecT*>(p + next());
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) a[v] = Op::reduce(a[v], to_acc<value_t>(x.v[v]));
+    }
+  });
+}
+
+// n contiguous elements (n a multiple of V, n <= kCanonLeaf) starting at a 16-byte boundary:
+// 16-byte loads, in batches of eight in flight, folded in increasing r (the same additions as
+// fold_leaf).
+template <class Op, class in_t>
+__device__ __forceinline__ void fold_leaf_vec(const in_t* __restrict__ p, int n,
+                                              typename Op::acc_t& a) {
+  using value_t = typename Op::value_t;
+  constexpr int V = vec_width<in_t>();
+  constexpr int kVecs = kCanonLeaf / V;
+  constexpr int kBatch = kVecs < 8 ? kVecs : 8;
+  using VecT = Vec<in_t, V>;
+  const VecT* __restrict__ vp = reinterpret_cast<const VecT*>(p);
+  if (n == kCanonLeaf) {  // a whole leaf: unpredicated batches (predicated vector loads of
+#pragma unroll            // 16-bit types end up in local memory)
+    for (int b = 0; b < kVecs; b += kBatch) {
+      VecT x[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) x[u] = vp[b + u];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u)
+#pragma unroll
+        for (int e = 0; e < V; ++e) a = Op::reduce(a, to_acc<value_t>(x[u].v[e]));
+    }
+    return;
+  }
+  for (int v = 0; v < n / V; ++v) {
+    const VecT x = vp[v];
+#pragma unroll
+    for (int e = 0; e < V; ++e) a = Op::reduce(a, to_acc<value_t>(x.v[e]));
+  }
+}
+
+// Staging for leaves of contiguous, 16-byte aligned elements, one warp at a time: the warp's 32
+// leaves (lane l owns the leaf at `leaf`, all of the same length n, a multiple of one piece) are
+// read with coalesced 16-byte loads (each instruction covers whole 128-byte pieces of
+// 32 / kPieceVecs leaves), go through shared memory, and each lane then folds its own leaf in
+// order. A leaf is staged in n / (kPieceVecs * V) phases of one piece; `stage` holds the
+// warp's 32 pieces, the vectors of piece P at slots P * kPieceVecs + (v ^ (P % kPieceVecs)),
+// which keeps both the stores and the loads free of bank conflicts (for kPieceVecs = 8). Each
+// loading lane fetches its pieces' leaf addresses from the owning lanes by shuffle.
+template <class in_t>
+struct LeafStage {
+  static constexpr int V = vec_width<in_t>();
+  static constexpr int kLeafVecs = kCanonLeaf / V;
+  static constexpr int kPieceVecs = kLeafVecs < 8 ? kLeafVecs : 8;
+  static constexpr int kPiece = kPieceVecs * V;   // elements per piece
+  static constexpr int kSlots = 32 * kPieceVecs;  // 16-byte slots per warp
+};
+
+template <class Op, class in_t>
+__device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int lane,
+                                                 Vec<in_t, vec_width<in_t>()>* stage,
+                                                 typename Op::acc_t& a) {
+  using S = LeafStage<in_t>;
+  using value_t = typename Op::value_t;
+  using VecT = Vec<in_t, S::V>;
+  constexpr int P = S::kPieceVecs;
+  const in_t* src[P];  // the leaf each of this lane's loads reads from
+#pragma unroll
+  for (int u = 0; u < P; ++u)
+    src[u] = reinterpret_cast<const in_t*>(
+        __shfl_sync(kFullMask, reinterpret_cast<uintptr_t>(leaf), (u * 32 + lane) / P));
+  for (int ph = 0; ph < n; ph += S::kPiece) {
+    VecT x[P];  // 32 pieces x P vectors over 32 lanes: P loads each
+#pragma unroll
+    for (int u = 0; u < P; ++u)
+      x[u] = *reinterpret_cast<const VecT*>(src[u] + ph + ((u * 32 + lane) % P) * S::V);
+#pragma unroll
+    for (int u = 0; u < P; ++u) {
+      const int f = u * 32 + lane;
+      const int piece = f / P, vec = f % P;
+      stage[piece * P + (vec ^ (piece % P))] = x[u];
+    }
+    __syncwarp();
+#pragma unroll
+    for (int v = 0; v < P; ++v) {
+      const VecT y = stage[lane * P + (v ^ (lane % P))];
+#pragma unroll
+      for (int e = 0; e < S::V; ++e) a = Op::reduce(a, to_acc<value_t>(y.v[e]));
+    }
+    __syncwarp();  // the next phase overwrites the stage
+  }
+}
+
+// The perfect tree over the Y leaf lanes of each output lane: level s merges ty and ty + s for
+// ty a multiple of 2s. Lanes of one warp merge by shuffles, the rest through `sm`
+// (kCanonThreads * kVec slots). Every thread of the block must call it; thread ty = 0 gets the
+// node.
+template <class Op, int kVec, class acc_t>
+__device__ __forceinline__ void tree_over_y(acc_t (&a)[kVec], int X, int Y, int tid, acc_t* sm) {
+  const int ty = tid / X;
+  int s = 1;
+  for (; s < Y && s * X < 32; s <<= 1) {
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) {
+      const acc_t o = shfl_down(a[v], s * X, 32);
+      if ((ty & (2 * s - 1)) == 0) a[v] = Op::combine(a[v], o);
+    }
+  }
+  if (s >= Y) return;
+  __syncthreads();  // earlier readers of sm are done
+  if ((ty & (s - 1)) == 0) {
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) sm[tid * kVec + v] = a[v];
+  }
+  __syncthreads();
+  for (; s < Y; s <<= 1) {
+    if ((ty & (2 * s - 1)) == 0) {
+#pragma unroll
+      for (int v = 0; v < kVec; ++v)
+        sm[tid * kVec + v] = Op::combine(sm[tid * kVec + v], sm[(tid + s * X) * kVec + v]);
+    }
+    __syncthreads();
+  }
+  if (ty == 0) {
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) a[v] = sm[tid * kVec + v];
+  }
+}
+
+// Binary counter over one column's nodes, in the pushing thread's own (local) memory: push the
+// count-th node (count = nodes pushed before), merging it with every completed node of equal
+// height.
+template <class Op, class acc_t>
+__device__ __forceinline__ void counter_push(acc_t* levels, acc_t x, int64_t count) {
+  int l = 0;
+  for (; count & 1; count >>= 1, ++l) x = Op::combine(levels[l], x);
+  levels[l] = x;
+}
+
+// The counter's value after `count` pushes: the completed nodes, merged from the smallest (the
+// latest) up, which is the perfect tree with the missing nodes as the identity.
+template <class Op, class acc_t>
+__device__ __forceinline__ acc_t counter_result(const acc_t* levels, int64_t count) {
+  acc_t r = Op::identity();
+  bool any = false;
+  for (int l = 0; l < kCanonLevels; ++l) {
+    if (!((count >> l) & 1)) continue;
+    r = any ? Op::combine(levels[l], r) : levels[l];
+    any = true;
+  }
+  return r;
+}
+
+// Three blocks per SM (at most 85 registers) keep enough loads in flight.
+template <class Op, class in_t, class out_t, int kVec>
+__global__ void __launch_bounds__(kCanonThreads, 3)
+    canon_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
+                 const CanonConfig cfg, typename Op::acc_t* __restrict__ partials,
+                 unsigned* __restrict__ counters) {
+  using acc_t = typename Op::acc_t;
+  using Stage = LeafStage<in_t>;
+  __shared__ acc_t sm[kCanonThreads * kVec];
+  __shared__ Vec<in_t, Stage::V> stage[kCanonThreads / 32][Stage::kSlots];
+  acc_t levels[kVec][kCanonLevels];  // the counters of thread ty = 0 (local memory)
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int X = cfg.X, Y = cfg.Y;
+  const int tx = tid & (X - 1), ty = tid / X;
+  const int col = tx * kVec;  // this thread's first column in the tile
+  const int64_t M = g.num_outputs, K = g.reduce_len;
+  const int last = g.red.ndim - 1;
+  const int64_t run = g.red.sizes[last];  // the innermost reduced dim (stride 1 if cfg.runs)
+
+  // Work items: (tile, split) pairs. Without splits, blocks stride over the tiles; with them,
+  // each tile has gridDim.y blocks that take its splits in turn (a block handles splits y,
+  // y + gridDim.y, ...: splits are small powers of two of rounds, so that every block gets
+  // nearly the same work, and neighbouring blocks read neighbouring memory).
+  const int64_t items = cfg.splits > 1 ? cfg.splits : cfg.tiles;
+  for (int64_t item = cfg.splits > 1 ? blockIdx.y : blockIdx.x; item < items;
+       item += cfg.splits > 1 ? gridDim.y : gridDim.x) {
+    const int64_t tile = cfg.splits > 1 ? blockIdx.x : item;
+    const int split = cfg.splits > 1 ? static_cast<int>(item) : 0;
+    const int64_t k0 = split * cfg.rounds_per_split;
+    const int64_t k1 = k0 + cfg.rounds_per_split < cfg.rounds ? k0 + cfg.rounds_per_split
+                                                               : cfg.rounds;
+    const int64_t o0 = (tile * X + tx) * kVec;  // M % kVec == 0 when kVec > 1
+    const bool active = o0 < M;
+    const in_t* __restrict__ p = in + (active ? g.kept.in_offset(o0) : 0);
+    acc_t a[kVec];
+    for (int64_t k = k0; k < k1; ++k) {  // block-uniform bounds: tree_over_y synchronises
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) a[v] = Op::identity();
+      const int64_t q = k * Y + ty;  // this thread's leaf
+      const int64_t r0 = q * kCanonLeaf;
+      const int n = !active || q >= cfg.leaves
+                        ? 0
+                        : static_cast<int>(K - r0 < kCanonLeaf ? K - r0 : kCanonLeaf);
+      if constexpr (kVec == 1) {
+        // Leaves inside one run of stride-1 elements: their address, and whether it is aligned.
+        bool vec = false;
+        const in_t* leaf = p;
+        if (cfg.runs && n > 0 && (g.red.ndim == 1 || (r0 % run) + n <= run)) {
+          leaf = p + (g.red.ndim == 1 ? r0 : g.red.in_offset(r0));
+          vec = (reinterpret_cast<uintptr_t>(leaf) & 15) == 0 && n % vec_width<in_t>() == 0;
+        }
+        // A warp whose 32 leaves are aligned runs of one length (a multiple of a piece) stages
+        // them.
+        const int n0 = __shfl_sync(kFullMask, n, 0);
+        if (__all_sync(kFullMask, vec && n == n0) && n0 % Stage::kPiece == 0)
+          fold_leaf_staged<Op>(leaf, n0, lane, stage[tid >> 5], a[0]);
+        else if (vec)
+          fold_leaf_vec<Op>(leaf, n, a[0]);
+        else if (n > 0)
+          fold_leaf<Op, in_t, 1>(p, g.red, cfg.one, r0, n, a);
+      } else {
+        if (n > 0) fold_leaf<Op, in_t, kVec>(p, g.red, cfg.one, r0, n, a);
+      }
+      tree_over_y<Op, kVec>(a, X, Y, tid, sm);
+      if (ty == 0 && k1 - k0 > 1) {  // one round: its node is the split's node
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) counter_push<Op>(levels[v], a[v], k - k0);
+      }
+    }
+    if (ty == 0 && k1 - k0 > 1) {
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) a[v] = counter_result<Op>(levels[v], k1 - k0);
+    }
+    if (cfg.splits > 1) {  // leave this split's node; the tile's last arrival merges them
+      acc_t* slots = partials + tile * (int64_t(X) * kVec) * cfg.splits;  // [column][split]
+      if (ty == 0) {
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) slots[(col + v) * cfg.splits + split] = a[v];
+      }
+      if (!arrive_last(&counters[tile], cfg.splits)) continue;
+      // Thread ty merges splits ty*c .. ty*c + c - 1 (missing ones are the identity) with a
+      // counter, which over a power-of-two count is the perfect tree; then the tree over ty.
+      const int c = cfg.merge_per_thread;
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) {
+        for (int i = 0; i < c; ++i) {
+          const int sp = ty * c + i;
+          const acc_t x = sp < cfg.splits ? load_cg(slots + (col + v) * cfg.splits + sp)
+                                          : Op::identity();
+          counter_push<Op>(levels[v], x, i);
+        }
+        a[v] = counter_result<Op>(levels[v], c);
+      }
+      tree_over_y<Op, kVec>(a, X, Y, tid, sm);
+    }
+    if (ty == 0 && active) {
+#pragma unroll
+      for (int v = 0; v < kVec; ++v)
+        out[g.kept.out_offset(o0 + v)] = from_acc<out_t>(Op::finalize(a[v], K, M));
+    }
+  }
+}
+
+}  // namespace treduce

@@ -1,0 +1,214 @@
+"""Issue 4 on the GPU: CUDA float sums and means follow the canonical order (canon.cuh).
+
+The CPU backend is the reference (tests/test_numerics.py pins its order against an independent
+numpy implementation): the CUDA bits must equal the CPU's for every shape, layout, dtype and
+launch configuration, and float32 sums at N = 2^28 must be correctly rounded.
+"""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from test_numerics import cancel_data, wide_data
+
+pytestmark = pytest.mark.cuda
+
+INT_VIEW = {torch.float32: torch.int32, torch.float64: torch.int64, torch.float16: torch.int16,
+            torch.bfloat16: torch.int16}
+
+
+def bits(t):
+    return t.detach().cpu().contiguous().view(INT_VIEW[t.dtype])
+
+
+def assert_bits(got, want, msg=""):
+    assert got.dtype == want.dtype and got.shape == want.shape, msg
+    g, w = bits(got), bits(want)
+    if not torch.equal(g, w):
+        i = (g != w).flatten().nonzero()[0].item()
+        raise AssertionError(f"{msg}: {int((g != w).sum())} outputs differ, first at {i}: "
+                             f"{got.flatten()[i].item()!r} vs {want.flatten()[i].item()!r}")
+
+
+# (shape, dims): full reductions around the leaf (64), round (16384) and split sizes; rows;
+# columns (contiguous outputs, vector loads when aligned); narrow and mid dims; several dims.
+CASES = [
+    ((1,), None), ((63,), None), ((64,), None), ((65,), None), ((1000,), None),
+    ((16384,), None), ((16385,), None), ((262147,), None), (((1 << 20) + 17,), None),
+    ((37, 5000), [1]), ((37, 5000), [0]), ((5000, 37), [0]), ((5000, 40), [0]),
+    ((3, 70000), [1]), ((70000, 3), [0]), ((1 << 14, 128), [0]), ((2, 50000, 8), [1]),
+    ((8, 64, 33, 17), None), ((8, 64, 33, 17), [0, 2, 3]), ((8, 64, 33, 17), [3]),
+    ((8, 64, 33, 17), [1]), ((4, 100, 130), [0, 2]),
+]
+
+
+def case_id(c):
+    return f"{c[0]}-{c[1]}"
+
+
+@pytest.mark.parametrize("shape,dims", CASES, ids=[case_id(c) for c in CASES])
+def test_cuda_bits_equal_cpu(shape, dims):
+    n = math.prod(shape)
+    for x in (cancel_data(n, seed=n).reshape(shape), wide_data(n, seed=n + 1).reshape(shape)):
+        xc = x.cuda()
+        assert_bits(torch.ops.treduce.sum(xc, dims), torch.ops.treduce.sum(x, dims), "sum")
+        assert_bits(torch.ops.treduce.mean(xc, dims), torch.ops.treduce.mean(x, dims), "mean")
+
+
+def layouts_of(x):
+    """The same logical 4-d data in other memory layouts, and a sliced (step 2) copy."""
+    return {
+        "transposed": x.permute(3, 2, 1, 0).contiguous().permute(3, 2, 1, 0),
+        "channels_last": x.contiguous(memory_format=torch.channels_last),
+        "sliced": torch.zeros((2 * x.shape[0],) + x.shape[1:], device=x.device)[::2].copy_(x),
+    }
+
+
+@pytest.mark.parametrize("dims", [None, [0, 2, 3], [3], [1], [0, 1]])
+def test_cuda_bits_do_not_depend_on_layout(dims):
+    x = cancel_data(8 * 64 * 33 * 17, seed=11).reshape(8, 64, 33, 17)
+    want = torch.ops.treduce.sum(x, dims)  # CPU, contiguous
+    xc = x.cuda()
+    assert_bits(torch.ops.treduce.sum(xc, dims), want, "contiguous")
+    for name, y in layouts_of(xc).items():
+        assert torch.equal(y, xc)
+        assert_bits(torch.ops.treduce.sum(y, dims), want, name)
+
+
+def test_cuda_misaligned_views():
+    n = (1 << 20) + 3
+    base = cancel_data(n + 8, seed=2).cuda()
+    rows_base = cancel_data(37 * 1001 + 8, seed=3).cuda()
+    for k in range(8):
+        view = base[k:k + n]
+        want = torch.ops.treduce.sum(view.cpu())
+        assert_bits(torch.ops.treduce.sum(view), want, f"k={k}")
+        assert_bits(torch.ops.treduce.sum(view.clone()), want, f"copy k={k}")
+        rows = rows_base[k:k + 37 * 1001].view(37, 1001)  # every row starts misaligned
+        assert_bits(torch.ops.treduce.sum(rows, [1]), torch.ops.treduce.sum(rows.cpu(), [1]),
+                    f"rows k={k}")
+
+
+LAUNCH_CASES = [(((1 << 20) + 17,), None), ((37, 5000), [1]), ((5000, 40), [0]),
+                ((8, 64, 33, 17), [0, 2, 3]), ((3, 70000), [1])]
+
+
+@pytest.mark.parametrize("shape,dims", LAUNCH_CASES, ids=[case_id(c) for c in LAUNCH_CASES])
+def test_cuda_bits_do_not_depend_on_launch_configuration(shape, dims, monkeypatch):
+    """TREDUCE_CANON_LAUNCH forces the block shape (Y leaf lanes of 256 threads), the blocks per
+    output tile and the rounds per split: they change who computes each node of the tree, never
+    the additions."""
+    n = math.prod(shape)
+    x = cancel_data(n, seed=n).reshape(shape).cuda()
+    want = torch.ops.treduce.sum(x, dims)
+    want_mean = torch.ops.treduce.mean(x.cpu(), dims)
+    assert_bits(want, torch.ops.treduce.sum(x.cpu(), dims), "default vs CPU")
+    for y in (1, 2, 8, 32, 256):
+        for splits in (1, 2, 3, 7, 64):
+            for rounds in (None, 1, 8):
+                spec = f"y={y},splits={splits}" + (f",rounds={rounds}" if rounds else "")
+                monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+                assert_bits(torch.ops.treduce.sum(x, dims), want, spec)
+                assert_bits(torch.ops.treduce.mean(x, dims), want_mean, "mean " + spec)
+
+
+def test_launch_override_is_validated(monkeypatch):
+    x = torch.randn(1000, device="cuda")
+    for bad in ("y=3", "y=512", "splits=0", "rounds=3", "grid=4", "fast"):
+        monkeypatch.setenv("TREDUCE_CANON_LAUNCH", bad)
+        with pytest.raises(RuntimeError, match="TREDUCE_CANON_LAUNCH"):
+            torch.ops.treduce.sum(x)
+
+
+def test_plain_mode_is_the_uncompensated_kernel(monkeypatch):
+    """TREDUCE_CANON_LAUNCH=plain (the bench's baseline) runs the plain kernels: on data where
+    the order matters it gives other bits than the canonical sum; on ordinary data a value
+    within float32 rounding of it."""
+    x = cancel_data(1 << 20, seed=4).cuda()
+    y = torch.randn(1 << 20, device="cuda")
+    canon, canon_y = torch.ops.treduce.sum(x), torch.ops.treduce.sum(y)
+    monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "plain")
+    assert not torch.equal(bits(torch.ops.treduce.sum(x)), bits(canon))
+    plain_y = torch.ops.treduce.sum(y)
+    assert abs(plain_y.item() - canon_y.item()) <= 1e-5 * y.abs().sum().item()
+
+
+def test_cuda_bits_repeat_over_100_runs():
+    x = wide_data((1 << 22) + 5, seed=9).cuda()
+    want = bits(torch.ops.treduce.sum(x))
+    rows = x[: 64 * 65536].view(64, 65536)
+    want_rows = bits(torch.ops.treduce.sum(rows, [1]))
+    for _ in range(100):
+        assert torch.equal(bits(torch.ops.treduce.sum(x)), want)
+        assert torch.equal(bits(torch.ops.treduce.sum(rows, [1])), want_rows)
+
+
+def half_data(n, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, generator=g) * torch.exp2(torch.empty(n).uniform_(-6, 6, generator=g))
+    if dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        x = x.clamp(-200, 200)
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16,
+                                   torch.float8_e4m3fn, torch.float8_e5m2])
+@pytest.mark.parametrize("shape,dims", [((100003,), None), ((37, 5000), [1]), ((5000, 40), [0]),
+                                        ((8, 64, 33, 17), [0, 2, 3])])
+def test_cuda_bits_equal_cpu_for_every_float_dtype(dtype, shape, dims):
+    n = math.prod(shape)
+    if dtype == torch.float64:
+        x = cancel_data(n, seed=n).double().reshape(shape) * (1 + 1e-9)
+    else:
+        x = half_data(n, dtype, seed=n).reshape(shape)
+    xc = x.cuda()
+    out_dtypes = [None]
+    if dtype in (torch.float16, torch.bfloat16):
+        out_dtypes.append(torch.float32)
+    for out in out_dtypes:
+        assert_bits(torch.ops.treduce.sum(xc, dims, dtype=out),
+                    torch.ops.treduce.sum(x, dims, dtype=out), f"sum dtype={out}")
+        assert_bits(torch.ops.treduce.mean(xc, dims, dtype=out),
+                    torch.ops.treduce.mean(x, dims, dtype=out), f"mean dtype={out}")
+    if dtype == torch.float64:  # also float32 input with a float64 result
+        f = cancel_data(n, seed=n).reshape(shape)
+        assert_bits(torch.ops.treduce.sum(f.cuda(), dims, dtype=torch.float64),
+                    torch.ops.treduce.sum(f, dims, dtype=torch.float64), "float32 -> float64")
+
+
+def exact_sum(x):
+    """Far better than a float32 ulp: a float64 tree of TwoSums carrying the rounding errors."""
+    s = x.double().flatten()
+    c = torch.zeros_like(s)
+    while s.numel() > 1:
+        if s.numel() % 2:
+            s, c = torch.cat([s, s.new_zeros(1)]), torch.cat([c, c.new_zeros(1)])
+        a, b = s[0::2], s[1::2]
+        t = a + b
+        bb = t - a
+        c = (c[0::2] + c[1::2]) + ((a - (t - bb)) + (b - bb))
+        s = t
+    return s.item() + c.item()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["D1 randn", "D2 uniform", "D3 0.1", "D4 2^U(-20,20)"])
+def test_cuda_float32_sums_are_correctly_rounded_at_2_28(name):
+    n = 1 << 28
+    g = torch.Generator(device="cuda").manual_seed(0)
+    if name == "D1 randn":
+        x = torch.randn(n, device="cuda", generator=g)
+    elif name == "D2 uniform":
+        x = torch.rand(n, device="cuda", generator=g)
+    elif name == "D3 0.1":
+        x = torch.full((n,), 0.1, device="cuda")
+    else:
+        sign = torch.randint(0, 2, (n,), device="cuda", generator=g).float() * 2 - 1
+        x = sign * torch.exp2(torch.empty(n, device="cuda").uniform_(-20, 20, generator=g))
+    exact = exact_sum(x)
+    got = torch.ops.treduce.sum(x).item()
+    assert got == float(np.float32(exact)), f"{name}: {got!r} vs exact {exact!r}"
+    mean = torch.ops.treduce.mean(x).item()
+    want = np.float32(exact / n)
+    assert abs(mean - float(want)) <= float(np.spacing(np.abs(want))), f"{name} mean"
