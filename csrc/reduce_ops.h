@@ -41,9 +41,9 @@ struct SumOp {
   TR_HD static acc_t finalize(acc_t a, int64_t = 0, int64_t = 0) { return a; }
 };
 
-// The sum times factor = T(M) / T(M * K): the CUDA backend, where torch's mean kernel multiplies
-// by exactly this factor (aten mean_kernel_impl), so that results agree with torch bit for bit
-// whenever the sums do.
+// The sum times factor = T(M) / T(M * K), as torch's CUDA mean kernel multiplies (aten
+// mean_kernel_impl): the plain CUDA baseline (TREDUCE_CANON_LAUNCH=plain). Means normally use
+// CompMeanOp on both backends.
 template <class T>
 struct ScaledMeanOp : SumOp<T> {
   TR_HD static T finalize(T a, int64_t K, int64_t M) {
@@ -55,8 +55,8 @@ struct ScaledMeanOp : SumOp<T> {
 // A compensated sum (issue 4; docs/numerics-design.md): s is the running float sum and c the sum
 // of its rounding errors, each found exactly by TwoSum. Leaves of 64 consecutive elements are
 // folded in order and the leaf pairs merged by a fixed binary tree, so the result is the same
-// for any thread count and, rounded once at the end, correctly rounded except under extreme
-// cancellation. Used by the CPU backend for floating sums and means (the canonical order).
+// for any thread count or launch and, rounded once at the end, correctly rounded except under
+// extreme cancellation. Used by both backends for floating sums and means (the canonical order).
 // Leaves of the canonical order: kCanonLeaf consecutive reduced elements at fixed positions.
 constexpr int64_t kCanonLeaf = 64;
 

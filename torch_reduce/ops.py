@@ -78,9 +78,10 @@ def mean(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *,
     """Mean of ``input`` over ``dim``; the same result and semantics as :func:`torch.mean`.
 
     Floating inputs only, unless ``dtype=`` names a floating dtype (integers raise, as in torch).
-    On the CPU the compensated sum is divided by the count (rounded once); on CUDA the sum is
-    multiplied by torch's factor, as torch's CUDA kernel does. float8 inputs are accepted (torch
-    raises) and give float32 unless ``dtype=`` says otherwise. An empty mean is NaN.
+    On both devices the compensated, canonical-order sum is divided by the count in double and
+    rounded once, so CPU and CUDA give the same bits (torch's CUDA mean multiplies by a rounded
+    1/count instead). float8 inputs are accepted (torch raises) and give float32 unless
+    ``dtype=`` says otherwise. An empty mean is NaN.
     """
     if dtype is None:
         return _MEAN(input, _dim_list(dim), keepdim)
