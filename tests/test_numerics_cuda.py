@@ -4,15 +4,22 @@ The CPU backend is the reference (tests/test_numerics.py pins its order against 
 numpy implementation): the CUDA bits must equal the CPU's for every shape, layout, dtype and
 launch configuration, and float32 sums at N = 2^28 must be correctly rounded.
 """
+import importlib.util
 import math
+from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 
 from test_numerics import cancel_data, wide_data
 
 pytestmark = pytest.mark.cuda
+
+# bench/accuracy.py: the exact-sum reference and data sets of the published accuracy table.
+_spec = importlib.util.spec_from_file_location(
+    "treduce_bench_accuracy", Path(__file__).resolve().parents[1] / "bench" / "accuracy.py")
+accuracy = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(accuracy)
 
 INT_VIEW = {torch.float32: torch.int32, torch.float64: torch.int64, torch.float16: torch.int16,
             torch.bfloat16: torch.int16}
@@ -177,38 +184,14 @@ def test_cuda_bits_equal_cpu_for_every_float_dtype(dtype, shape, dims):
                     torch.ops.treduce.sum(f, dims, dtype=torch.float64), "float32 -> float64")
 
 
-def exact_sum(x):
-    """Far better than a float32 ulp: a float64 tree of TwoSums carrying the rounding errors."""
-    s = x.double().flatten()
-    c = torch.zeros_like(s)
-    while s.numel() > 1:
-        if s.numel() % 2:
-            s, c = torch.cat([s, s.new_zeros(1)]), torch.cat([c, c.new_zeros(1)])
-        a, b = s[0::2], s[1::2]
-        t = a + b
-        bb = t - a
-        c = (c[0::2] + c[1::2]) + ((a - (t - bb)) + (b - bb))
-        s = t
-    return s.item() + c.item()
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["D1 randn", "D2 uniform", "D3 0.1", "D4 2^U(-20,20)"])
-def test_cuda_float32_sums_are_correctly_rounded_at_2_28(name):
-    n = 1 << 28
-    g = torch.Generator(device="cuda").manual_seed(0)
-    if name == "D1 randn":
-        x = torch.randn(n, device="cuda", generator=g)
-    elif name == "D2 uniform":
-        x = torch.rand(n, device="cuda", generator=g)
-    elif name == "D3 0.1":
-        x = torch.full((n,), 0.1, device="cuda")
-    else:
-        sign = torch.randint(0, 2, (n,), device="cuda", generator=g).float() * 2 - 1
-        x = sign * torch.exp2(torch.empty(n, device="cuda").uniform_(-20, 20, generator=g))
-    exact = exact_sum(x)
-    got = torch.ops.treduce.sum(x).item()
-    assert got == float(np.float32(exact)), f"{name}: {got!r} vs exact {exact!r}"
-    mean = torch.ops.treduce.mean(x).item()
-    want = np.float32(exact / n)
-    assert abs(mean - float(want)) <= float(np.spacing(np.abs(want))), f"{name} mean"
+def test_cuda_float32_sums_are_correctly_rounded_at_2_28():
+    """The rows of bench/accuracy.py's published table (D1-D4 at N = 2^28, the exact sum by a
+    float64 tree of TwoSums): every sum equals fl32(exact), every mean is within 1 ulp of
+    fl32(exact / N)."""
+    rows = accuracy.accuracy(28, "cuda")
+    bad = [f"{r['data']}: sum {r['ours']!r}, exact {r['exact']!r}" for r in rows
+           if not r["ours_correct"]]
+    bad += [f"{r['data']}: mean off by {r['mean_ulps']:+.2f} ulps" for r in rows
+            if not r["mean_within_1ulp"]]
+    assert len(rows) == 4 and not bad, bad
