@@ -151,6 +151,13 @@ bool rows_packable(const Geometry& g, const void* in) {
   return reinterpret_cast<uintptr_t>(in) % 16 == 0;
 }
 
+// The packed row kernel's grid for `packed_vecs` vectors: a batch of kUnroll vectors per thread,
+// at most kGridCapWaves waves of `target` resident blocks (both planners use it).
+inline dim3 packed_grid(int64_t packed_vecs, int64_t target) {
+  return dim3(static_cast<unsigned>(std::max<int64_t>(
+      1, std::min(ceil_div(packed_vecs, kRowsBlock * kUnroll), target * kGridCapWaves))));
+}
+
 template <class Op, class in_t, class out_t>
 Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
   Launch lc;
@@ -174,8 +181,7 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
   if (lc.packed) {
     lc.packed_vecs = M * K / vec_width<in_t>();
     lc.block = dim3(kRowsBlock);
-    lc.grid = dim3(static_cast<unsigned>(
-        std::max<int64_t>(1, std::min(ceil_div(lc.packed_vecs, kRowsBlock * kUnroll), cap))));
+    lc.grid = packed_grid(lc.packed_vecs, target);
     return lc;
   }
   if (lc.strategy == Strategy::kColumns) {
@@ -301,11 +307,10 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
       rows_packable<in_t>(g, in)) {
     lc.packed = true;
     lc.packed_vecs = M * K / vec_width<in_t>();
-    const int64_t target =
-        int64_t(sm_count) * blocks_per_sm<Op, in_t, out_t>(Strategy::kRows, false, true);
     lc.block = dim3(kRowsBlock);
-    lc.grid = dim3(static_cast<unsigned>(std::max<int64_t>(
-        1, std::min(ceil_div(lc.packed_vecs, kRowsBlock * kUnroll), target * kGridCapWaves))));
+    lc.grid = packed_grid(lc.packed_vecs,
+                          int64_t(sm_count) *
+                              blocks_per_sm<Op, in_t, out_t>(Strategy::kRows, false, true));
     return lc;
   }
   const bool columns = choose_strategy(g) == Strategy::kColumns;
@@ -337,8 +342,10 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   else
     while (rps < c.rounds) rps *= 2;
   // The final merge reads c = S / Y nodes per thread in sequence: keep c at most 8 (measured:
-  // 64 per thread made narrow columns and NHWC statistics 1.7-2x slower, bench run 10).
-  while (rps < c.rounds && ceil_div(c.rounds, rps) > int64_t(c.Y) * 8) rps *= 2;
+  // 64 per thread made narrow columns and NHWC statistics 1.7-2x slower, bench run 10), unless
+  // a test forces the rounds per split.
+  if (ov.rounds == 0)
+    while (rps < c.rounds && ceil_div(c.rounds, rps) > int64_t(c.Y) * 8) rps *= 2;
   constexpr int64_t kMaxRounds = int64_t(1) << (kCanonLevels - 1);
   rps = std::min(rps, kMaxRounds);
   c.splits = static_cast<int>(std::min<int64_t>(ceil_div(c.rounds, rps), INT32_MAX));

@@ -88,10 +88,18 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
       for (int64_t r = lane; r < head; r += G) acc = fold<Op>(acc, row[r], r);
     const int64_t chunk = int64_t(kUnroll) * G;
     const int64_t stride = int64_t(splits) * chunk;
-    // One loop for whole and partial chunks: a load past the end re-reads the last vector
-    // (clamped, so the loads stay unconditional and all in flight) and is not folded.
     for (int64_t base = split * chunk; base < nvec; base += stride) {
       VecT x[kUnroll];
+      if (base + chunk <= nvec) {  // a whole chunk: no clamps, no predicates
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) x[u] = vp[base + u * G + lane];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u)
+          acc = fold_vec<Op>(acc, x[u], head + (base + u * G + lane) * V);
+        continue;
+      }
+      // The partial last chunk: a load past the end re-reads the last vector (clamped, so the
+      // loads stay unconditional and all in flight) and is not folded.
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int64_t v = base + u * G + lane;
