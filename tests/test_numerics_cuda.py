@@ -47,7 +47,8 @@ CASES = [
     ((3, 70000), [1]), ((70000, 3), [0]), ((1 << 14, 128), [0]), ((2, 50000, 8), [1]),
     ((8, 64, 33, 17), None), ((8, 64, 33, 17), [0, 2, 3]), ((8, 64, 33, 17), [3]),
     ((8, 64, 33, 17), [1]), ((4, 100, 130), [0, 2]),
-    ((4, 8, 56, 64), [0, 2, 3]),  # NCHW-like runs of whole leaves: the streamed rounds
+    ((4, 8, 56, 64), [0, 2, 3]),  # NCHW-like runs of whole leaves
+    ((4099, 8), [1]),  # rows of two 16-byte vectors (pair_rows_kernel), a partial last batch
 ]
 
 
@@ -96,6 +97,9 @@ def test_cuda_misaligned_views():
         rows = rows_base[k:k + 37 * 1001].view(37, 1001)  # every row starts misaligned
         assert_bits(torch.ops.treduce.sum(rows, [1]), torch.ops.treduce.sum(rows.cpu(), [1]),
                     f"rows k={k}")
+        pairs = rows_base[k:k + 8 * 4001].view(4001, 8)  # 32-byte rows, aligned only for k = 0
+        assert_bits(torch.ops.treduce.sum(pairs, [1]), torch.ops.treduce.sum(pairs.cpu(), [1]),
+                    f"rows of 8, k={k}")
 
 
 LAUNCH_CASES = [(((1 << 20) + 17,), None), ((37, 5000), [1]), ((5000, 40), [0]),
@@ -163,7 +167,7 @@ def half_data(n, dtype, seed):
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16,
                                    torch.float8_e4m3fn, torch.float8_e5m2])
 @pytest.mark.parametrize("shape,dims", [((100003,), None), ((37, 5000), [1]), ((5000, 40), [0]),
-                                        ((8, 64, 33, 17), [0, 2, 3])])
+                                        ((8, 64, 33, 17), [0, 2, 3]), ((3001, 16), [1])])
 def test_cuda_bits_equal_cpu_for_every_float_dtype(dtype, shape, dims):
     n = math.prod(shape)
     if dtype == torch.float64:

@@ -275,6 +275,7 @@ struct CanonOverride {
 
 struct CanonLaunch {
   CanonConfig cfg{};
+  bool pair = false;    // rows of two aligned 16-byte vectors: pair_rows_kernel
   bool packed = false;  // rows of K = 2, 4, 8, 16 inside 16-byte vectors: packed_rows_kernel,
   int64_t packed_vecs = 0;  // whose in-order fold of a whole row is the canonical order (one leaf)
   int vec = 1;  // outputs per thread (canon_vec() or 1)
@@ -294,6 +295,19 @@ int canon_blocks_per_sm(int vec) {
   return n;
 }
 
+// Rows of two 16-byte vectors, each starting on a 16-byte boundary (pair_rows_kernel): one
+// stride-1 reduced dim of 32 bytes, an aligned base and kept strides that are multiples of 16
+// bytes.
+template <class in_t>
+bool pair_rows(const Geometry& g, const void* in) {
+  if (g.red.ndim != 1 || g.red.in_strides[0] != 1 || g.reduce_len * int64_t(sizeof(in_t)) != 32)
+    return false;
+  if (reinterpret_cast<uintptr_t>(in) % 16 != 0) return false;
+  for (int d = 0; d < g.kept.ndim; ++d)
+    if (g.kept.in_strides[d] * int64_t(sizeof(in_t)) % 16 != 0) return false;
+  return true;
+}
+
 // Block shape: column layouts put up to 32 output lanes side by side (each reading kVec
 // neighbouring outputs), other layouts give each output as many leaf lanes as it has leaves (up
 // to the whole block). Then the splits, as for the other kernels, rounded so that each split is
@@ -311,6 +325,14 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     lc.grid = packed_grid(lc.packed_vecs,
                           int64_t(sm_count) *
                               blocks_per_sm<Op, in_t, out_t>(Strategy::kRows, false, true));
+    return lc;
+  }
+  if (ov.y == 0 && ov.splits == 0 && ov.rounds == 0 && pair_rows<in_t>(g, in)) {
+    lc.pair = true;
+    static const int per_sm = occupancy(pair_rows_kernel<Op, in_t, out_t>, kPairThreads);
+    lc.block = dim3(kPairThreads);
+    lc.grid = dim3(static_cast<unsigned>(std::max<int64_t>(
+        1, std::min(ceil_div(M, int64_t(kPairThreads) * kPairRows), int64_t(sm_count) * per_sm))));
     return lc;
   }
   const bool columns = choose_strategy(g) == Strategy::kColumns;
@@ -367,6 +389,10 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
                       typename Op::acc_t* partials, unsigned* counters, cudaStream_t stream) {
   if (lc.packed) {
     run_packed<Op>(g, in, out, lc.packed_vecs, lc.grid, lc.block, stream);
+    return;
+  }
+  if (lc.pair) {
+    pair_rows_kernel<Op, in_t, out_t><<<lc.grid, lc.block, 0, stream>>>(in, out, g);
     return;
   }
   constexpr int V = canon_vec<in_t>();
