@@ -48,7 +48,7 @@ CASES = [
     ((8, 64, 33, 17), None), ((8, 64, 33, 17), [0, 2, 3]), ((8, 64, 33, 17), [3]),
     ((8, 64, 33, 17), [1]), ((4, 100, 130), [0, 2]),
     ((4, 8, 56, 64), [0, 2, 3]),  # NCHW-like runs of whole leaves
-    ((4099, 8), [1]),  # rows of two 16-byte vectors (pair_rows_kernel), a partial last batch
+    ((4099, 8), [1]), ((2049, 16), [1]),  # rows of 2 and 4 16-byte vectors (pair_rows_kernel)
 ]
 
 
@@ -167,7 +167,8 @@ def half_data(n, dtype, seed):
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16,
                                    torch.float8_e4m3fn, torch.float8_e5m2])
 @pytest.mark.parametrize("shape,dims", [((100003,), None), ((37, 5000), [1]), ((5000, 40), [0]),
-                                        ((8, 64, 33, 17), [0, 2, 3]), ((3001, 16), [1])])
+                                        ((8, 64, 33, 17), [0, 2, 3]), ((3001, 16), [1]),
+                                        ((1501, 32), [1])])
 def test_cuda_bits_equal_cpu_for_every_float_dtype(dtype, shape, dims):
     n = math.prod(shape)
     if dtype == torch.float64:

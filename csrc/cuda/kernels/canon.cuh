@@ -224,39 +224,40 @@ __device__ __forceinline__ acc_t counter_result(const acc_t* levels, int64_t cou
   return r;
 }
 
-// Rows of exactly two 16-byte vectors (K * sizeof(in_t) = 32: float32 rows of 8, 16-bit rows of
-// 16), every row 16-byte aligned: each row is one leaf, so its in-order fold is the canonical
-// order (as for packed_rows_kernel). canon_kernel gives such rows one thread each with two loads
-// in flight; here each thread takes kPairRows rows a grid stride apart and issues all their
-// loads before folding any (8 in flight). A row past the end re-reads the last row (the loads
-// stay unconditional) and is not written. Its own kernel, so that canon_kernel's registers do
-// not change.
-constexpr int kPairRows = 4;
+// Rows of kNV = 2 or 4 16-byte vectors (K * sizeof(in_t) = 32 or 64: float32 rows of 8 or 16,
+// 16-bit rows of 16 or 32), every row 16-byte aligned: each row is one leaf, so its in-order
+// fold is the canonical order (as for packed_rows_kernel). canon_kernel gives such rows one
+// thread each with kNV loads in flight; here each thread takes 8 / kNV rows a grid stride apart
+// and issues all their loads before folding any (8 in flight). A row past the end re-reads the
+// last row (the loads stay unconditional) and is not written. Its own kernel, so that
+// canon_kernel's registers do not change.
 constexpr int kPairThreads = 256;
+constexpr int kPairLoads = 8;  // 16-byte loads in flight per thread
 
-template <class Op, class in_t, class out_t>
+template <class Op, class in_t, class out_t, int kNV>
 __global__ void __launch_bounds__(kPairThreads)
     pair_rows_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g) {
   using value_t = typename Op::value_t;
   constexpr int V = vec_width<in_t>();
+  constexpr int kRowsPer = kPairLoads / kNV;
   using VecT = Vec<in_t, V>;
   const int64_t M = g.num_outputs, K = g.reduce_len;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t o0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o0 < M;
-       o0 += stride * kPairRows) {
-    VecT x[kPairRows][2];
+       o0 += stride * kRowsPer) {
+    VecT x[kRowsPer][kNV];
 #pragma unroll
-    for (int i = 0; i < kPairRows; ++i) {
+    for (int i = 0; i < kRowsPer; ++i) {
       const int64_t o = o0 + i * stride < M ? o0 + i * stride : M - 1;
       const VecT* vp = reinterpret_cast<const VecT*>(in + g.kept.in_offset(o));
-      x[i][0] = vp[0];
-      x[i][1] = vp[1];
+#pragma unroll
+      for (int h = 0; h < kNV; ++h) x[i][h] = vp[h];
     }
 #pragma unroll
-    for (int i = 0; i < kPairRows; ++i) {
+    for (int i = 0; i < kRowsPer; ++i) {
       typename Op::acc_t a = Op::identity();
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
+      for (int h = 0; h < kNV; ++h)
 #pragma unroll
         for (int e = 0; e < V; ++e) a = Op::reduce(a, to_acc<value_t>(x[i][h].v[e]));
       const int64_t o = o0 + i * stride;

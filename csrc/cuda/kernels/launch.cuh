@@ -275,7 +275,7 @@ struct CanonOverride {
 
 struct CanonLaunch {
   CanonConfig cfg{};
-  bool pair = false;    // rows of two aligned 16-byte vectors: pair_rows_kernel
+  int pair = 0;  // rows of 2 or 4 aligned 16-byte vectors: pair_rows_kernel<..., pair>
   bool packed = false;  // rows of K = 2, 4, 8, 16 inside 16-byte vectors: packed_rows_kernel,
   int64_t packed_vecs = 0;  // whose in-order fold of a whole row is the canonical order (one leaf)
   int vec = 1;  // outputs per thread (canon_vec() or 1)
@@ -295,17 +295,17 @@ int canon_blocks_per_sm(int vec) {
   return n;
 }
 
-// Rows of two 16-byte vectors, each starting on a 16-byte boundary (pair_rows_kernel): one
-// stride-1 reduced dim of 32 bytes, an aligned base and kept strides that are multiples of 16
-// bytes.
+// Rows of 2 or 4 16-byte vectors, each starting on a 16-byte boundary (pair_rows_kernel): one
+// stride-1 reduced dim of 32 or 64 bytes, an aligned base and kept strides that are multiples
+// of 16 bytes. Returns the vectors per row, or 0.
 template <class in_t>
-bool pair_rows(const Geometry& g, const void* in) {
-  if (g.red.ndim != 1 || g.red.in_strides[0] != 1 || g.reduce_len * int64_t(sizeof(in_t)) != 32)
-    return false;
-  if (reinterpret_cast<uintptr_t>(in) % 16 != 0) return false;
+int pair_rows(const Geometry& g, const void* in) {
+  const int64_t bytes = g.reduce_len * int64_t(sizeof(in_t));
+  if (g.red.ndim != 1 || g.red.in_strides[0] != 1 || (bytes != 32 && bytes != 64)) return 0;
+  if (reinterpret_cast<uintptr_t>(in) % 16 != 0) return 0;
   for (int d = 0; d < g.kept.ndim; ++d)
-    if (g.kept.in_strides[d] * int64_t(sizeof(in_t)) % 16 != 0) return false;
-  return true;
+    if (g.kept.in_strides[d] * int64_t(sizeof(in_t)) % 16 != 0) return 0;
+  return static_cast<int>(bytes / 16);
 }
 
 // Block shape: column layouts put up to 32 output lanes side by side (each reading kVec
@@ -327,12 +327,14 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
                               blocks_per_sm<Op, in_t, out_t>(Strategy::kRows, false, true));
     return lc;
   }
-  if (ov.y == 0 && ov.splits == 0 && ov.rounds == 0 && pair_rows<in_t>(g, in)) {
-    lc.pair = true;
-    static const int per_sm = occupancy(pair_rows_kernel<Op, in_t, out_t>, kPairThreads);
+  if (ov.y == 0 && ov.splits == 0 && ov.rounds == 0) lc.pair = pair_rows<in_t>(g, in);
+  if (lc.pair > 0) {
+    static const int per_sm = std::min(occupancy(pair_rows_kernel<Op, in_t, out_t, 2>, kPairThreads),
+                                       occupancy(pair_rows_kernel<Op, in_t, out_t, 4>, kPairThreads));
     lc.block = dim3(kPairThreads);
+    const int64_t rows_per_block = int64_t(kPairThreads) * (kPairLoads / lc.pair);
     lc.grid = dim3(static_cast<unsigned>(std::max<int64_t>(
-        1, std::min(ceil_div(M, int64_t(kPairThreads) * kPairRows), int64_t(sm_count) * per_sm))));
+        1, std::min(ceil_div(M, rows_per_block), int64_t(sm_count) * per_sm))));
     return lc;
   }
   const bool columns = choose_strategy(g) == Strategy::kColumns;
@@ -391,8 +393,12 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
     run_packed<Op>(g, in, out, lc.packed_vecs, lc.grid, lc.block, stream);
     return;
   }
-  if (lc.pair) {
-    pair_rows_kernel<Op, in_t, out_t><<<lc.grid, lc.block, 0, stream>>>(in, out, g);
+  if (lc.pair == 2) {
+    pair_rows_kernel<Op, in_t, out_t, 2><<<lc.grid, lc.block, 0, stream>>>(in, out, g);
+    return;
+  }
+  if (lc.pair == 4) {
+    pair_rows_kernel<Op, in_t, out_t, 4><<<lc.grid, lc.block, 0, stream>>>(in, out, g);
     return;
   }
   constexpr int V = canon_vec<in_t>();
