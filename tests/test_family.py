@@ -150,6 +150,36 @@ def test_nan_inf_and_ties(device):
 
 
 @pytest.mark.parametrize("device", FAMILY_DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64,
+                                   torch.int8, torch.int32], ids=str)
+def test_arg_long_rows_nan_and_ties(device, dtype):
+    """argmax/argmin over long rows (the CUDA row kernel reads them as 16-byte vectors, keeps the
+    best vector and searches it once; rows split over blocks): the best value in several vectors
+    and at several positions of one vector, NaNs at random places, +0 and -0 ties, and views whose
+    rows start off a 16-byte boundary (single elements before the first vector)."""
+    g = torch.Generator().manual_seed(7)
+    for rows, cols in ((64, 4099), (3, 50021), (1, 1 << 17)):
+        base = torch.randint(-3, 4, (rows, cols + 3), generator=g)  # few values: many ties
+        x = base.to(dtype).to(device)
+        variants = [x, x[:, 1:], x[:, 3:]]
+        if dtype.is_floating_point:
+            z = torch.zeros(rows, cols, dtype=dtype)  # zeros of both signs only
+            z[torch.rand(rows, cols, generator=g) < 0.5] = -0.0
+            variants.append(z.to(device))
+            y = x.clone()
+            for r in range(rows):  # one to three NaNs per row, anywhere
+                where = torch.randint(0, cols, (1 + r % 3,), generator=g)
+                y[r, where] = float("nan")
+            variants += [y, y[:, 1:]]
+        for v in variants:
+            for name in ("argmax", "argmin"):
+                for dim in (1, None):
+                    assert_same_bits(getattr(torch.ops.treduce, name)(v, dim),
+                                     getattr(torch, name)(v, dim),
+                                     f"{name} {dtype} {tuple(v.shape)} dim={dim}")
+
+
+@pytest.mark.parametrize("device", FAMILY_DEVICES)
 def test_empty_tensors(device):
     e = torch.empty((0, 3), device=device)
     assert_same_bits(torch.ops.treduce.prod(e, [0]), torch.prod(e, 0))

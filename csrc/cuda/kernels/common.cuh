@@ -6,6 +6,8 @@
 //                       ops that need one: argmax, argmin)
 //   fold_vec<Op>        a loaded vector of one output's consecutive elements into its accumulator:
 //                       max/min of half or bfloat16 pairs first, with the packed instructions
+//   ThreadFold          one thread's fold of vectors and single elements (rows_partial);
+//                       argmax/argmin keep the best vector whole and search it once, at the end
 //   shfl_down           a warp shuffle for any accumulator type
 //   group_reduce        reduce across groups of G consecutive threads: the tree in shared memory
 //                       with sequential addressing (the stride halves, so the active threads stay
@@ -84,20 +86,28 @@ template <bool kMax> struct packed_extreme<ExtremeOp<float, kMax>, __half> : std
   static constexpr bool max = kMax;
 };
 
-// argmax/argmin accumulators.
-template <class Op> struct arg_extreme : std::false_type {
-  template <class In>
-  static constexpr bool packed = false;
-};
+// argmax/argmin: the ExtremeOp of the same direction.
+template <class Op> struct arg_extreme : std::false_type {};
 template <class T, bool kMax> struct arg_extreme<ArgExtremeOp<T, kMax>> : std::true_type {
   using extreme_op = ExtremeOp<T, kMax>;
-  template <class In>  // whether In has packed max/min instructions
-  static constexpr bool packed = packed_extreme<extreme_op, In>::value;
 };
 
+// NaN-propagating max (kMax) or min of two floats: one FMNMX.NAN (sm_80 and newer). Which of two
+// equal-valued zeros it returns does not matter to its users (argmax/argmin compare values).
+template <bool kMax>
+__device__ __forceinline__ float extreme_nan(float a, float b) {
+  float r;
+  if constexpr (kMax)
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  else
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+
 // The max (or min, by E = ExtremeOp<acc, kMax>) of a vector's N values, NaN if any is NaN:
-// packed pairs for half and bfloat16, a chain of selects otherwise.
-template <class E, class T, int N>
+// packed pairs for half and bfloat16, a chain of selects otherwise (kFastFloat: FMNMX.NAN for
+// float, whose zero sign may differ from the select chain's; for argmax/argmin only).
+template <class E, class T, int N, bool kFastFloat = false>
 __device__ __forceinline__ typename E::acc_t vec_extreme(const Vec<T, N>& x) {
   using acc_t = typename E::acc_t;
   using P = packed_extreme<E, T>;
@@ -108,6 +118,12 @@ __device__ __forceinline__ typename E::acc_t vec_extreme(const Vec<T, N>& x) {
 #pragma unroll
     for (int i = 1; i < N / 2; ++i) m = P::max ? __hmax2_nan(m, p[i]) : __hmin2_nan(m, p[i]);
     return to_acc<acc_t>(P::max ? __hmax_nan(m.x, m.y) : __hmin_nan(m.x, m.y));
+  } else if constexpr (kFastFloat && std::is_same_v<T, float> && std::is_same_v<acc_t, float>) {
+    constexpr bool kMax = std::is_same_v<E, ExtremeOp<float, true>>;
+    float m = x.v[0];
+#pragma unroll
+    for (int j = 1; j < N; ++j) m = extreme_nan<kMax>(m, x.v[j]);
+    return m;
   } else {
     acc_t m = to_acc<acc_t>(x.v[0]);
 #pragma unroll
@@ -117,37 +133,73 @@ __device__ __forceinline__ typename E::acc_t vec_extreme(const Vec<T, N>& x) {
 }
 
 // The N consecutive elements of x, the first at logical index r0, into `acc`. Max/min of half
-// or bfloat16 take the vector's extreme with packed instructions. argmax/argmin of half or
-// bfloat16 take the vector's extreme the same way first and look for its first position only
-// when it beats the accumulator (rare on most data): the same result as folding element by
-// element in increasing r. (For float32 that detour measured 20% slower than the element fold
-// on a full 2^28 argmax, bench run 7, so wider types fold element by element.)
+// or bfloat16 take the vector's extreme with packed instructions.
 template <class Op, class T, int N>
 __device__ __forceinline__ typename Op::acc_t fold_vec(typename Op::acc_t acc, const Vec<T, N>& x,
                                                        int64_t r0) {
   if constexpr (packed_extreme<Op, T>::value && N % 2 == 0) {
     return Op::reduce(acc, vec_extreme<Op>(x));
-  } else if constexpr (arg_extreme<Op>::template packed<T> && N % 2 == 0) {
-    using E = typename arg_extreme<Op>::extreme_op;
-    using value_t = typename Op::value_t;
-    const value_t m = vec_extreme<E>(x);
-    const typename Op::acc_t cand = Op::reduce(acc, m, r0);  // takes m iff an element would
-    if (cand.index != acc.index) {
-      int first = N - 1;
-#pragma unroll
-      for (int j = N - 1; j >= 0; --j) {
-        const value_t v = to_acc<value_t>(x.v[j]);
-        if (is_nan(m) ? is_nan(v) : v == m) first = j;
-      }
-      acc = {m, r0 + first};
-    }
-    return acc;
   } else {
 #pragma unroll
     for (int j = 0; j < N; ++j) acc = fold<Op>(acc, x.v[j], r0 + j);
     return acc;
   }
 }
+
+// One thread's fold of its share of an output: whole vectors of consecutive elements (vec, the
+// first element's logical index r0) and single elements (one), each kind in increasing r; then
+// result(). For most ops both go into one accumulator in the order they come.
+template <class Op, class T, int N, bool = arg_extreme<Op>::value>
+struct ThreadFold {
+  using acc_t = typename Op::acc_t;
+  acc_t acc = Op::identity();
+  __device__ __forceinline__ void vec(const Vec<T, N>& x, int64_t r0) {
+    acc = fold_vec<Op>(acc, x, r0);
+  }
+  __device__ __forceinline__ void one(T x, int64_t r) { acc = fold<Op>(acc, x, r); }
+  __device__ __forceinline__ acc_t result() const { return acc; }
+};
+
+// argmax/argmin: a vector's extreme is taken first (packed or FMNMX.NAN where there are such
+// instructions), and the first vector that holds the best value so far is kept whole, branch
+// free; its first position of that value is found once, in result(). The same answer as folding
+// element by element in increasing r (a vector replaces the kept one only when its extreme is
+// strictly better, or the first NaN), at a few instructions per vector instead of ~10 per element
+// and without the divergent search per improving vector that a thread with few vectors (a
+// vocabulary argmax split over many blocks) met at almost every vector. Single elements go into
+// their own accumulator; combine() does not depend on the order of its arguments.
+template <class Op, class T, int N>
+struct ThreadFold<Op, T, N, true> {
+  using acc_t = typename Op::acc_t;
+  using value_t = typename Op::value_t;
+  using E = typename arg_extreme<Op>::extreme_op;
+  acc_t acc = Op::identity();   // single elements
+  acc_t best = Op::identity();  // the kept vector's extreme and its first element's index
+  static constexpr int kWords = sizeof(Vec<T, N>) / 4;
+  unsigned kept[kWords] = {};  // the kept vector's bits, selected a 32-bit word at a time
+  __device__ __forceinline__ void vec(const Vec<T, N>& x, int64_t r0) {
+    const acc_t c = Op::reduce(best, vec_extreme<E, T, N, true>(x), r0);
+    const bool take = c.index != best.index;
+    const unsigned* w = reinterpret_cast<const unsigned*>(&x);
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) kept[i] = take ? w[i] : kept[i];
+    best = c;
+  }
+  __device__ __forceinline__ void one(T x, int64_t r) { acc = fold<Op>(acc, x, r); }
+  __device__ __forceinline__ acc_t result() const {
+    if (best.index == Op::identity().index) return acc;
+    Vec<T, N> x;
+    memcpy(&x, kept, sizeof(x));
+    const bool nan = is_nan(best.value);
+    int first = N - 1;
+#pragma unroll
+    for (int j = N - 1; j >= 0; --j) {
+      const value_t v = to_acc<value_t>(x.v[j]);
+      if (nan ? is_nan(v) : v == best.value) first = j;
+    }
+    return Op::combine(acc, acc_t{best.value, best.index + first});
+  }
+};
 
 template <class T>
 constexpr int vec_width() {

@@ -51,11 +51,10 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
                                                            int64_t per_split,
                                                            const StepDigits& step,
                                                            const IndexMap& vred) {
-  using acc_t = typename Op::acc_t;
-  acc_t acc = Op::identity();
+  constexpr int V = vec_width<in_t>();
+  using VecT = Vec<in_t, V>;
+  ThreadFold<Op, in_t, V> f;
   if constexpr (kContig) {
-    constexpr int V = vec_width<in_t>();
-    using VecT = Vec<in_t, V>;
     if (vred.ndim > 1) {  // runs of whole, aligned vectors: vector v holds elements v*V .. v*V+V-1
       const int64_t nvec = K / V;
       const int64_t v0 = split * per_split;
@@ -67,12 +66,11 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
 #pragma unroll
           for (int u = 0; u < kUnroll; ++u) x[u] = *reinterpret_cast<const VecT*>(row + next());
 #pragma unroll
-          for (int u = 0; u < kUnroll; ++u) acc = fold_vec<Op>(acc, x[u], (v + u * G) * V);
+          for (int u = 0; u < kUnroll; ++u) f.vec(x[u], (v + u * G) * V);
         }
-        for (; v < v1; v += G)
-          acc = fold_vec<Op>(acc, *reinterpret_cast<const VecT*>(row + next()), v * V);
+        for (; v < v1; v += G) f.vec(*reinterpret_cast<const VecT*>(row + next()), v * V);
       });
-      return acc;
+      return f.result();
     }
     // Elements before the first 16-byte boundary (the address is a multiple of sizeof(in_t)).
     int64_t head = static_cast<int64_t>((16 - (reinterpret_cast<uintptr_t>(row) & 15)) & 15) /
@@ -85,7 +83,7 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
     // (neighbouring DRAM pages are read at about the same time) instead of each streaming a
     // region of its own.
     if (split == 0)
-      for (int64_t r = lane; r < head; r += G) acc = fold<Op>(acc, row[r], r);
+      for (int64_t r = lane; r < head; r += G) f.one(row[r], r);
     const int64_t chunk = int64_t(kUnroll) * G;
     const int64_t stride = int64_t(splits) * chunk;
     for (int64_t base = split * chunk; base < nvec; base += stride) {
@@ -94,8 +92,7 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) x[u] = vp[base + u * G + lane];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u)
-          acc = fold_vec<Op>(acc, x[u], head + (base + u * G + lane) * V);
+        for (int u = 0; u < kUnroll; ++u) f.vec(x[u], head + (base + u * G + lane) * V);
         continue;
       }
       // The partial last chunk: a load past the end re-reads the last vector (clamped, so the
@@ -107,11 +104,10 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
-        if (base + u * G + lane < nvec)
-          acc = fold_vec<Op>(acc, x[u], head + (base + u * G + lane) * V);
+        if (base + u * G + lane < nvec) f.vec(x[u], head + (base + u * G + lane) * V);
     }
     if (split == 0)
-      for (int64_t r = head + nvec * V + lane; r < K; r += G) acc = fold<Op>(acc, row[r], r);
+      for (int64_t r = head + nvec * V + lane; r < K; r += G) f.one(row[r], r);
   } else {
     const int64_t r0 = split * per_split;
     const int64_t r1 = r0 + per_split < K ? r0 + per_split : K;
@@ -122,12 +118,12 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) x[u] = row[next()];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) acc = fold<Op>(acc, x[u], r + u * G);
+        for (int u = 0; u < kUnroll; ++u) f.one(x[u], r + u * G);
       }
-      for (; r < r1; r += G) acc = fold<Op>(acc, row[next()], r);
+      for (; r < r1; r += G) f.one(row[next()], r);
     });
   }
-  return acc;
+  return f.result();
 }
 
 // At most 64 registers, so that 4 blocks (1024 threads) share an SM: latency-bound sizes (a
