@@ -49,6 +49,9 @@ CASES = [
     ((8, 64, 33, 17), [1]), ((4, 100, 130), [0, 2]),
     ((4, 8, 56, 64), [0, 2, 3]),  # NCHW-like runs of whole leaves
     ((4099, 8), [1]), ((2049, 16), [1]),  # rows of 2 and 4 16-byte vectors (pair_rows_kernel)
+    (((1 << 24) + 5,), None), ((2048, 8192), [1]),  # leaves for two waves and more
+    ((3000, 4096), [0]),  # columns with enough leaf folds for four outputs per thread
+    ((8, 4096, 4), [1]), ((64, 512, 8), [1]),  # mid dims with too few: one output per thread
 ]
 
 
@@ -102,32 +105,65 @@ def test_cuda_misaligned_views():
                     f"rows of 8, k={k}")
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
+                         ids=str)
+def test_cuda_step2_views(dtype):
+    """Views with a step of 2 along the reduced dim (x[:, ::2]): warps whose 32 leaves are whole
+    and 16-byte aligned stage them (canon.cuh, kStep = 2), the rest are walked; the bits equal
+    the CPU's. The last 1-d case ends on its base's last element (the staged loads of its last
+    leaf read the 16 bytes that hold that element)."""
+    cases = [((300, 8192), [1]), ((300, 8200), [1]), ((6, 40, 1024), [1, 2]),
+             ((6, 40, 1024), [2]), ((2 * (1 << 20) + 6,), None), ((2 * 262144 - 1,), None)]
+    for shape, dims in cases:
+        n = math.prod(shape)
+        if dtype == torch.float64:
+            x = cancel_data(n, seed=n).double().reshape(shape) * (1 + 1e-9)
+        elif dtype == torch.float32:
+            x = cancel_data(n, seed=n).reshape(shape)
+        else:
+            x = half_data(n, dtype, seed=n).reshape(shape)
+        view = x.cuda()[..., ::2]
+        want = x[..., ::2]
+        msg = f"{dtype} {shape}[..., ::2] dims={dims}"
+        assert_bits(torch.ops.treduce.sum(view, dims), torch.ops.treduce.sum(want, dims), msg)
+        assert_bits(torch.ops.treduce.mean(view, dims), torch.ops.treduce.mean(want, dims),
+                    "mean " + msg)
+
+
 LAUNCH_CASES = [(((1 << 20) + 17,), None), ((37, 5000), [1]), ((5000, 40), [0]),
                 ((8, 64, 33, 17), [0, 2, 3]), ((3, 70000), [1]), ((4, 8, 56, 64), [0, 2, 3])]
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("shape,dims", LAUNCH_CASES, ids=[case_id(c) for c in LAUNCH_CASES])
-def test_cuda_bits_do_not_depend_on_launch_configuration(shape, dims, monkeypatch):
-    """TREDUCE_CANON_LAUNCH forces the block shape (Y leaf lanes of 256 threads), the blocks per
-    output tile and the rounds per split: they change who computes each node of the tree, never
-    the additions."""
+def test_cuda_bits_do_not_depend_on_launch_configuration(shape, dims, dtype, monkeypatch):
+    """TREDUCE_CANON_LAUNCH forces the block shape (Y leaf lanes of 256 threads), the leaves per
+    thread and round (per = 2 is built for 1- and 2-byte inputs), the blocks per output tile and
+    the rounds per split: they change who computes each node of the tree, never the additions."""
     n = math.prod(shape)
-    x = cancel_data(n, seed=n).reshape(shape).cuda()
-    want = torch.ops.treduce.sum(x, dims)
-    want_mean = torch.ops.treduce.mean(x.cpu(), dims)
-    assert_bits(want, torch.ops.treduce.sum(x.cpu(), dims), "default vs CPU")
+    if dtype == torch.float32:
+        x = cancel_data(n, seed=n).reshape(shape)
+    else:
+        x = half_data(n, dtype, seed=n).reshape(shape)
+    want = torch.ops.treduce.sum(x, dims)  # CPU
+    want_mean = torch.ops.treduce.mean(x, dims)
+    x = x.cuda()
+    assert_bits(torch.ops.treduce.sum(x, dims), want, "default vs CPU")
+    pers = (None, 2) if dtype != torch.float32 else (None,)
     for y in (1, 2, 8, 32, 256):
         for splits in (1, 2, 3, 7, 64):
             for rounds in (None, 1, 8):
-                spec = f"y={y},splits={splits}" + (f",rounds={rounds}" if rounds else "")
-                monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
-                assert_bits(torch.ops.treduce.sum(x, dims), want, spec)
-                assert_bits(torch.ops.treduce.mean(x, dims), want_mean, "mean " + spec)
+                for per in pers:
+                    spec = (f"y={y},splits={splits}" + (f",rounds={rounds}" if rounds else "")
+                            + (f",per={per}" if per else ""))
+                    monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+                    assert_bits(torch.ops.treduce.sum(x, dims), want, spec)
+                    assert_bits(torch.ops.treduce.mean(x, dims), want_mean, "mean " + spec)
 
 
 def test_launch_override_is_validated(monkeypatch):
     x = torch.randn(1000, device="cuda")
-    for bad in ("y=3", "y=512", "splits=0", "rounds=3", "grid=4", "fast"):
+    for bad in ("y=3", "y=512", "splits=0", "rounds=3", "per=3", "grid=4", "fast"):
         monkeypatch.setenv("TREDUCE_CANON_LAUNCH", bad)
         with pytest.raises(RuntimeError, match="TREDUCE_CANON_LAUNCH"):
             torch.ops.treduce.sum(x)
@@ -168,7 +204,8 @@ def half_data(n, dtype, seed):
                                    torch.float8_e4m3fn, torch.float8_e5m2])
 @pytest.mark.parametrize("shape,dims", [((100003,), None), ((37, 5000), [1]), ((5000, 40), [0]),
                                         ((8, 64, 33, 17), [0, 2, 3]), ((3001, 16), [1]),
-                                        ((1501, 32), [1])])
+                                        ((1501, 32), [1]), ((4096, 2048), [0]),
+                                        (((1 << 24) + 3,), None), ((2048, 8192), [1])])
 def test_cuda_bits_equal_cpu_for_every_float_dtype(dtype, shape, dims):
     n = math.prod(shape)
     if dtype == torch.float64:

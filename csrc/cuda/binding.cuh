@@ -60,10 +60,11 @@ void run_cuda(const Plan& plan, at::Tensor& out) {
 }
 
 // The forced configuration of the canonical kernels, from the environment variable
-// TREDUCE_CANON_LAUNCH (read at every call; tests use it): "y=Y,splits=S,rounds=R" forces Y
-// leaf lanes per block, S blocks per output tile and R rounds per split (each optional; a split
-// is a node of the tree that one block computes); "plain" sends floating sums and means to the plain,
-// uncompensated kernels instead (the bench's baseline). See reduce_cuda.cu.
+// TREDUCE_CANON_LAUNCH (read at every call; tests use it): "y=Y,per=P,splits=S,rounds=R" forces
+// Y leaf lanes per block, P adjacent leaves per thread and round, S blocks per output tile and R
+// rounds per split (each optional; a split is a node of the tree that one block computes);
+// "plain" sends floating sums and means to the plain, uncompensated kernels instead (the bench's
+// baseline). See reduce_cuda.cu.
 struct CanonMode {
   bool plain = false;
   CanonOverride force{};

@@ -66,12 +66,16 @@ CanonMode canon_mode() {
                   "TREDUCE_CANON_LAUNCH: rounds must be a power of two from 1 to 2^20 (got '",
                   item, "')");
       m.force.rounds = static_cast<int>(value);
+    } else if (key == "per") {
+      TORCH_CHECK(value == 1 || value == 2, "TREDUCE_CANON_LAUNCH: per must be 1 or 2 (got '",
+                  item, "')");
+      m.force.per = static_cast<int>(value);
     } else if (key == "splits") {
       TORCH_CHECK(value >= 1 && value <= 65535, "TREDUCE_CANON_LAUNCH: splits must be from 1 "
                   "to 65535 (got '", item, "')");
       m.force.splits = static_cast<int>(value);
     } else {
-      TORCH_CHECK(false, "TREDUCE_CANON_LAUNCH: expected 'plain' or 'y=Y,splits=S,rounds=R', got '",
+      TORCH_CHECK(false, "TREDUCE_CANON_LAUNCH: expected 'plain' or 'y=Y,per=P,splits=S,rounds=R', got '",
                   spec, "'");
     }
     pos = end + 1;

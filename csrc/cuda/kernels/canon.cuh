@@ -9,10 +9,11 @@
 // that tree, never the additions, so the bits depend on the values, K, the dtype and the op only.
 //
 // Work split: a block of kCanonThreads threads is X output lanes times Y leaf lanes (thread
-// tid = ty * X + tx). Each thread folds one leaf per round, for kVec neighbouring outputs (one
-// 16-byte or 8-byte load per reduced element when the outputs are contiguous, the column layout),
-// so a round covers Y consecutive leaves: the tree over ty (warp shuffles, then shared memory)
-// makes their node of height log2(Y). Thread ty = 0 pushes each round's node onto a binary
+// tid = ty * X + tx). Each thread folds kPer (1 or 2) adjacent leaves per round, merged at
+// once (their node), for kVec neighbouring outputs (one 16-byte or 8-byte load per reduced
+// element when the outputs are contiguous, the column layout), so a round covers per * Y
+// consecutive leaves: the tree over ty (warp shuffles, then shared memory) makes their node of
+// height log2(per * Y). Two leaves per thread halve the tree's and the barriers' cost per element. Thread ty = 0 pushes each round's node onto a binary
 // counter (its local memory, `levels`), which merges nodes of equal height as they complete: over
 // a power-of-two number of rounds that is again the perfect tree. When there are too few output
 // tiles to fill the GPU, a tile's rounds are cut into splits, each a power-of-two run of rounds
@@ -36,12 +37,14 @@ struct CanonConfig {
   int X;                     // output lanes per block (power of two)
   int Y;                     // leaf lanes per block (power of two), X * Y = kCanonThreads
   int64_t leaves;            // L = ceil(K / kCanonLeaf) per output
-  int64_t rounds;            // ceil(L / Y)
+  int per;                   // leaves per thread per round (1 or 2, adjacent): the kernel's kPer
+  int64_t rounds;            // ceil(L / (per * Y))
   int64_t tiles;             // ceil(M / (X * kVec))
   int splits;                // S: splits per tile (gridDim.y blocks take them in turn)
   int64_t rounds_per_split;  // a power of two; S * rounds_per_split >= rounds
   int merge_per_thread;      // c: split nodes per thread in the final merge (power of two)
-  bool runs;                 // the innermost reduced dim has stride 1 (rows, NCHW)
+  int step;                  // the innermost reduced dim's stride when it is 1 (rows, NCHW) or
+                             // 2 (a view with a step of 2), else 0
   StepDigits one;            // a step of 1 through g.red
 };
 
@@ -116,7 +119,10 @@ __device__ __forceinline__ void fold_leaf_vec(const in_t* __restrict__ p, int n,
 // leaves (lane l owns the leaf at `leaf`, all of the same length n, a multiple of one piece) are
 // read with coalesced 16-byte loads (each instruction covers whole 128-byte pieces of
 // 32 / kPieceVecs leaves), go through shared memory, and each lane then folds its own leaf in
-// order. A leaf is staged in n / (kPieceVecs * V) phases of one piece; `stage` holds the
+// order. With kStep = 2 the leaf's elements are every other element of its n memory elements
+// (a view with a step of 2): the same loads, and the lane folds elements 0, 2, 4, ... of each
+// vector; every sector is read anyway, and the element after the leaf's last shares that
+// element's aligned 16 bytes. A leaf is staged in n / (kPieceVecs * V) phases of one piece; `stage` holds the
 // warp's 32 pieces, the vectors of piece P at slots P * kPieceVecs + (v ^ (P % kPieceVecs)),
 // which keeps both the stores and the loads free of bank conflicts (for kPieceVecs = 8). Each
 // loading lane fetches its pieces' leaf addresses from the owning lanes by shuffle.
@@ -129,7 +135,7 @@ struct LeafStage {
   static constexpr int kSlots = 32 * kPieceVecs;  // 16-byte slots per warp
 };
 
-template <class Op, class in_t>
+template <class Op, class in_t, int kStep = 1>
 __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int lane,
                                                  Vec<in_t, vec_width<in_t>()>* stage,
                                                  typename Op::acc_t& a) {
@@ -158,7 +164,7 @@ __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int la
     for (int v = 0; v < P; ++v) {
       const VecT y = stage[lane * P + (v ^ (lane % P))];
 #pragma unroll
-      for (int e = 0; e < S::V; ++e) a = Op::reduce(a, to_acc<value_t>(y.v[e]));
+      for (int e = 0; e < S::V; e += kStep) a = Op::reduce(a, to_acc<value_t>(y.v[e]));
     }
     __syncwarp();  // the next phase overwrites the stage
   }
@@ -266,8 +272,17 @@ __global__ void __launch_bounds__(kPairThreads)
   }
 }
 
+// Leaves per thread and round that canon_kernel<..., kVec = 1, kPer> is built with: 2 for 1- and
+// 2-byte inputs, whose leaf is one staged piece (one phase), so that the tree and its barriers
+// weighed twice as much per byte as for float32 (measured: float16 full sums +12%, float32 none,
+// float32 rows -3%; NOTES step 16); 1 otherwise.
+template <class in_t>
+constexpr int canon_per() {
+  return sizeof(in_t) <= 2 ? 2 : 1;
+}
+
 // Three blocks per SM (at most 85 registers) keep enough loads in flight.
-template <class Op, class in_t, class out_t, int kVec>
+template <class Op, class in_t, class out_t, int kVec, int kPer = 1>
 __global__ void __launch_bounds__(kCanonThreads, 3)
     canon_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
                  const CanonConfig cfg, typename Op::acc_t* __restrict__ partials,
@@ -284,7 +299,7 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
   const int col = tx * kVec;  // this thread's first column in the tile
   const int64_t M = g.num_outputs, K = g.reduce_len;
   const int last = g.red.ndim - 1;
-  const int64_t run = g.red.sizes[last];  // the innermost reduced dim (stride 1 if cfg.runs)
+  const int64_t run = g.red.sizes[last];  // the innermost reduced dim (stride cfg.step if > 0)
 
   // Work items: (tile, split) pairs. Without splits, blocks stride over the tiles; with them,
   // each tile has gridDim.y blocks that take its splits in turn (a block handles splits y,
@@ -303,32 +318,46 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
     const in_t* __restrict__ p = in + (active ? g.kept.in_offset(o0) : 0);
     acc_t a[kVec];
     for (int64_t k = k0; k < k1; ++k) {  // block-uniform bounds: tree_over_y synchronises
+      // This thread's kPer (= cfg.per) adjacent leaves (2: leaves 2q and 2q + 1, merged first:
+      // their node of the tree), each folded in order.
+      static_assert(kPer == 1 || kVec == 1, "two leaves per thread only for one output");
+#pragma unroll 1
+      for (int j = 0; j < kPer; ++j) {
+        acc_t b[kVec];
 #pragma unroll
-      for (int v = 0; v < kVec; ++v) a[v] = Op::identity();
-      const int64_t q = k * Y + ty;  // this thread's leaf
-      const int64_t r0 = q * kCanonLeaf;
-      const int n = !active || q >= cfg.leaves
-                        ? 0
-                        : static_cast<int>(K - r0 < kCanonLeaf ? K - r0 : kCanonLeaf);
-      if constexpr (kVec == 1) {
-        // Leaves inside one run of stride-1 elements: their address, and whether it is aligned.
-        bool vec = false;
-        const in_t* leaf = p;
-        if (cfg.runs && n > 0 && (g.red.ndim == 1 || (r0 % run) + n <= run)) {
-          leaf = p + (g.red.ndim == 1 ? r0 : g.red.in_offset(r0));
-          vec = (reinterpret_cast<uintptr_t>(leaf) & 15) == 0 && n % vec_width<in_t>() == 0;
+        for (int v = 0; v < kVec; ++v) b[v] = Op::identity();
+        const int64_t q = (k * Y + ty) * kPer + j;  // the leaf
+        const int64_t r0 = q * kCanonLeaf;
+        const int n = !active || q >= cfg.leaves
+                          ? 0
+                          : static_cast<int>(K - r0 < kCanonLeaf ? K - r0 : kCanonLeaf);
+        if constexpr (kVec == 1) {
+          // Leaves inside one run of elements cfg.step apart: their address, and whether it is
+          // aligned (then the leaf spans n * step memory elements).
+          bool vec = false;
+          const in_t* leaf = p;
+          if (cfg.step > 0 && n > 0 && (g.red.ndim == 1 || (r0 % run) + n <= run)) {
+            leaf = p + (g.red.ndim == 1 ? r0 * cfg.step : g.red.in_offset(r0));
+            vec = (reinterpret_cast<uintptr_t>(leaf) & 15) == 0 &&
+                  n * cfg.step % vec_width<in_t>() == 0;
+          }
+          // A warp whose 32 leaves are aligned runs of one length (a multiple of a piece)
+          // stages them.
+          const int n0 = __shfl_sync(kFullMask, n, 0);
+          if (__all_sync(kFullMask, vec && n == n0) && n0 * cfg.step % Stage::kPiece == 0) {
+            if (cfg.step == 1)
+              fold_leaf_staged<Op>(leaf, n0, lane, stage[tid >> 5], b[0]);
+            else
+              fold_leaf_staged<Op, in_t, 2>(leaf, 2 * n0, lane, stage[tid >> 5], b[0]);
+          } else if (vec && cfg.step == 1)
+            fold_leaf_vec<Op>(leaf, n, b[0]);
+          else if (n > 0)
+            fold_leaf<Op, in_t, 1>(p, g.red, cfg.one, r0, n, b);
+        } else {
+          if (n > 0) fold_leaf<Op, in_t, kVec>(p, g.red, cfg.one, r0, n, b);
         }
-        // A warp whose 32 leaves are aligned runs of one length (a multiple of a piece) stages
-        // them.
-        const int n0 = __shfl_sync(kFullMask, n, 0);
-        if (__all_sync(kFullMask, vec && n == n0) && n0 % Stage::kPiece == 0)
-          fold_leaf_staged<Op>(leaf, n0, lane, stage[tid >> 5], a[0]);
-        else if (vec)
-          fold_leaf_vec<Op>(leaf, n, a[0]);
-        else if (n > 0)
-          fold_leaf<Op, in_t, 1>(p, g.red, cfg.one, r0, n, a);
-      } else {
-        if (n > 0) fold_leaf<Op, in_t, kVec>(p, g.red, cfg.one, r0, n, a);
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) a[v] = j == 0 ? b[v] : Op::combine(a[v], b[v]);
       }
       tree_over_y<Op, kVec>(a, X, Y, tid, sm);
       if (ty == 0 && k1 - k0 > 1) {  // one round: its node is the split's node

@@ -271,6 +271,7 @@ struct CanonOverride {
   int y = 0;       // leaf lanes per block (a power of two dividing kCanonThreads)
   int splits = 0;  // blocks per tile along K
   int rounds = 0;  // rounds per split (a power of two)
+  int per = 0;     // leaves per thread per round (1 or 2)
 };
 
 struct CanonLaunch {
@@ -286,9 +287,14 @@ struct CanonLaunch {
 };
 
 template <class Op, class in_t, class out_t>
-int canon_blocks_per_sm(int vec) {
+int canon_blocks_per_sm(int vec, int per = 1) {
   if (vec > 1) {
     static const int n = occupancy(canon_kernel<Op, in_t, out_t, canon_vec<in_t>()>, kCanonThreads);
+    return n;
+  }
+  if (per > 1) {
+    static const int n =
+        occupancy(canon_kernel<Op, in_t, out_t, 1, canon_per<in_t>()>, kCanonThreads);
     return n;
   }
   static const int n = occupancy(canon_kernel<Op, in_t, out_t, 1>, kCanonThreads);
@@ -317,7 +323,8 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   CanonLaunch lc;
   CanonConfig& c = lc.cfg;
   const int64_t M = g.num_outputs, K = g.reduce_len;
-  if (ov.y == 0 && ov.splits == 0 && ov.rounds == 0 && choose_strategy(g) == Strategy::kRows &&
+  const bool forced = ov.y > 0 || ov.splits > 0 || ov.rounds > 0 || ov.per > 0;
+  if (!forced && choose_strategy(g) == Strategy::kRows &&
       rows_packable<in_t>(g, in)) {
     lc.packed = true;
     lc.packed_vecs = M * K / vec_width<in_t>();
@@ -327,7 +334,7 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
                               blocks_per_sm<Op, in_t, out_t>(Strategy::kRows, false, true));
     return lc;
   }
-  if (ov.y == 0 && ov.splits == 0 && ov.rounds == 0) lc.pair = pair_rows<in_t>(g, in);
+  if (!forced) lc.pair = pair_rows<in_t>(g, in);
   if (lc.pair > 0) {
     static const int per_sm = std::min(occupancy(pair_rows_kernel<Op, in_t, out_t, 2>, kPairThreads),
                                        occupancy(pair_rows_kernel<Op, in_t, out_t, 4>, kPairThreads));
@@ -340,18 +347,36 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   const bool columns = choose_strategy(g) == Strategy::kColumns;
   constexpr int V = canon_vec<in_t>();
   lc.vec = columns && columns_aligned(g, in, V, sizeof(in_t)) ? V : 1;
+  // V outputs per thread divide the independent leaf folds (one thread each) by V. When there
+  // are fewer of them than one wave of blocks has threads even at one output per thread (mid
+  // dims with a few outputs per row: (8, 65536, 4) over dim 1 has 32 outputs of 1024 leaves,
+  // 32 blocks with V = 4, 128 with one), take one. A forced block shape (tests) keeps V.
+  if (lc.vec > 1 && ov.y == 0 &&
+      M * ceil_div(K, kCanonLeaf) <
+          int64_t(sm_count) * canon_blocks_per_sm<Op, in_t, out_t>(V) * kCanonThreads)
+    lc.vec = 1;
   c.leaves = ceil_div(K, kCanonLeaf);
+  // Two adjacent leaves per thread and round for 1- and 2-byte inputs (canon_per) when there
+  // are leaves enough for two waves of blocks that way; one output per thread only (four
+  // outputs' second accumulators would spill). A forced per = 2 applies where it is built.
+  const int64_t wave_threads =
+      int64_t(sm_count) * canon_blocks_per_sm<Op, in_t, out_t>(lc.vec) * kCanonThreads;
+  c.per = lc.vec > 1 || canon_per<in_t>() == 1 ? 1
+          : ov.per > 0                         ? ov.per
+          : M * c.leaves >= 2 * wave_threads   ? 2
+                                               : 1;
   if (columns)
     c.X = std::min(32, next_pow2(ceil_div(g.kept.sizes[g.kept.ndim - 1], lc.vec)));
   else
-    c.X = kCanonThreads / next_pow2(std::min<int64_t>(kCanonThreads, c.leaves));
+    c.X = kCanonThreads / next_pow2(std::min<int64_t>(kCanonThreads, ceil_div(c.leaves, c.per)));
   if (ov.y > 0) c.X = kCanonThreads / ov.y;
   c.Y = kCanonThreads / c.X;
-  c.rounds = ceil_div(c.leaves, c.Y);
+  c.rounds = ceil_div(c.leaves, int64_t(c.Y) * c.per);
   c.tiles = ceil_div(M, int64_t(c.X) * lc.vec);
-  c.runs = g.red.in_strides[g.red.ndim - 1] == 1;
+  const int64_t inner_stride = g.red.in_strides[g.red.ndim - 1];
+  c.step = inner_stride == 1 || inner_stride == 2 ? static_cast<int>(inner_stride) : 0;
   c.one = step_digits(g.red, 1);
-  const int64_t target = int64_t(sm_count) * canon_blocks_per_sm<Op, in_t, out_t>(lc.vec);
+  const int64_t target = int64_t(sm_count) * canon_blocks_per_sm<Op, in_t, out_t>(lc.vec, c.per);
   // Blocks per tile, as for the other kernels; then splits of a power-of-two number of rounds
   // (nodes of the tree), about eight per block so that the blocks' shares stay even.
   int64_t blocks = ov.splits > 0 ? ov.splits : choose_splits(c.tiles, c.rounds, 1, target);
@@ -404,6 +429,9 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
   constexpr int V = canon_vec<in_t>();
   if (lc.vec > 1)
     canon_kernel<Op, in_t, out_t, V>
+        <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cfg, partials, counters);
+  else if (lc.cfg.per > 1)
+    canon_kernel<Op, in_t, out_t, 1, canon_per<in_t>()>
         <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cfg, partials, counters);
   else
     canon_kernel<Op, in_t, out_t, 1>
