@@ -51,6 +51,7 @@ CASES = [
     ((4099, 8), [1]), ((2049, 16), [1]),  # rows of 2 and 4 16-byte vectors (pair_rows_kernel)
     (((1 << 24) + 5,), None), ((2048, 8192), [1]),  # leaves for two waves and more
     ((3000, 4096), [0]),  # columns with enough leaf folds for four outputs per thread
+    ((65536, 128), [0]),  # narrow columns: 64 splits, a final merge of 8 nodes per thread
     ((8, 4096, 4), [1]), ((64, 512, 8), [1]),  # mid dims with too few: one output per thread
 ]
 
