@@ -6,7 +6,9 @@
 // chunks, which is the same tree). Floating sums and means fold each leaf in order into a
 // compensated pair (CompSumOp): the canonical order of docs/numerics-design.md, whose bits depend
 // only on the values in logical order and K, never on the thread count or the layout. The other
-// ops (exact ones, and prod) fold a leaf with eight interleaved accumulators, which vectorises.
+// ops (exact ones, and prod) fold a leaf with eight interleaved accumulators, which vectorises;
+// max/min of float32/float64 do it with SSE2 lanes (the compiler leaves their NaN-aware select
+// scalar: 25x slower than torch.amax before).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
@@ -108,6 +110,112 @@ void eight_float_leaves(const float* p, acc_t* out) {
   _mm_store_ps(cc + 4, c[1]);
   for (int l = 0; l < 8; ++l) out[l] = {ss[l], cc[l]};
 }
+
+// Max/min of float32 and float64 (ExtremeOp), a vector at a time: lane for lane the select of
+// ExtremeOp::combine (take b when a is not NaN and b is better or NaN), which the compiler leaves
+// scalar. Bit for bit the scalar results.
+template <class Op> struct sse_extreme : std::false_type {};
+template <class T, bool kMax>
+struct sse_extreme<ExtremeOp<T, kMax>>
+    : std::bool_constant<std::is_same_v<T, float> || std::is_same_v<T, double>> {
+  static constexpr bool max = kMax;
+};
+
+template <bool kMax>
+inline __m128 extreme_lanes(__m128 a, __m128 b) {
+  const __m128 better = kMax ? _mm_cmpgt_ps(b, a) : _mm_cmplt_ps(b, a);
+  const __m128 take = _mm_and_ps(_mm_cmpord_ps(a, a), _mm_or_ps(better, _mm_cmpunord_ps(b, b)));
+  return _mm_or_ps(_mm_and_ps(take, b), _mm_andnot_ps(take, a));
+}
+template <bool kMax>
+inline __m128d extreme_lanes(__m128d a, __m128d b) {
+  const __m128d better = kMax ? _mm_cmpgt_pd(b, a) : _mm_cmplt_pd(b, a);
+  const __m128d take = _mm_and_pd(_mm_cmpord_pd(a, a), _mm_or_pd(better, _mm_cmpunord_pd(b, b)));
+  return _mm_or_pd(_mm_and_pd(take, b), _mm_andnot_pd(take, a));
+}
+
+// Vectors of value type T (float: 4 lanes, double: 2) loaded from inputs of type in_t: the same
+// type, or bfloat16 widened to float exactly (its bits are a float's upper half).
+template <class T> struct SseOf;
+template <> struct SseOf<float> {
+  using V = __m128;
+  static V load(const float* p) { return _mm_loadu_ps(p); }
+  static void load8(const c10::BFloat16* p, V& lo, V& hi) {  // p[0..3] -> lo, p[4..7] -> hi
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    lo = _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), x));
+    hi = _mm_castsi128_ps(_mm_unpackhi_epi16(_mm_setzero_si128(), x));
+  }
+  static V splat(float v) { return _mm_set1_ps(v); }
+  static void store(float* p, V v) { _mm_storeu_ps(p, v); }
+};
+template <> struct SseOf<double> {
+  using V = __m128d;
+  static V load(const double* p) { return _mm_loadu_pd(p); }
+  static V splat(double v) { return _mm_set1_pd(v); }
+  static void store(double* p, V v) { _mm_storeu_pd(p, v); }
+};
+
+// kLeaves whole leaves (p[0 .. kLeaves*kLeaf)) of a max/min: each leaf's eight interleaved
+// accumulators (lane l takes elements l, l + 8, ... of its leaf, as in reduce_chunk's scalar
+// loop) as 16 bytes of lanes, the leaves side by side for the pipeline; then each leaf's eight
+// lanes meet in reduce_chunk's tree.
+template <class Op, int kLeaves = 4, class in_t>
+void extreme_leaves(const in_t* p, typename Op::acc_t* out) {
+  using T = typename Op::value_t;
+  using S = SseOf<T>;
+  constexpr bool kMax = sse_extreme<Op>::max;
+  constexpr int W = 16 / static_cast<int>(sizeof(T));  // lanes per vector
+  constexpr int kVecs = 8 / W;                           // vectors per leaf
+  typename S::V v[kLeaves][kVecs];
+  for (int l = 0; l < kLeaves; ++l)
+    for (int u = 0; u < kVecs; ++u) v[l][u] = S::splat(Op::identity());
+  for (int64_t j = 0; j < kLeaf; j += 8)
+    for (int l = 0; l < kLeaves; ++l) {
+      if constexpr (std::is_same_v<in_t, T>) {
+        for (int u = 0; u < kVecs; ++u)
+          v[l][u] = extreme_lanes<kMax>(v[l][u], S::load(p + l * kLeaf + j + u * W));
+      } else {  // bfloat16 into float lanes
+        typename S::V lo, hi;
+        S::load8(p + l * kLeaf + j, lo, hi);
+        v[l][0] = extreme_lanes<kMax>(v[l][0], lo);
+        v[l][1] = extreme_lanes<kMax>(v[l][1], hi);
+      }
+    }
+  for (int l = 0; l < kLeaves; ++l) {
+    if constexpr (std::is_same_v<T, float>) {
+      // reduce_chunk's tree over the eight lanes ((a0 a1) (a2 a3)) ((a4 a5) (a6 a7)), by lanes:
+      // even lanes against odd ones, twice, then the last pair.
+      const __m128 z = extreme_lanes<kMax>(_mm_shuffle_ps(v[l][0], v[l][1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                           _mm_shuffle_ps(v[l][0], v[l][1], _MM_SHUFFLE(3, 1, 3, 1)));
+      const __m128 z2 = extreme_lanes<kMax>(_mm_shuffle_ps(z, z, _MM_SHUFFLE(2, 0, 2, 0)),
+                                            _mm_shuffle_ps(z, z, _MM_SHUFFLE(3, 1, 3, 1)));
+      const __m128 z3 = extreme_lanes<kMax>(z2, _mm_shuffle_ps(z2, z2, _MM_SHUFFLE(1, 1, 1, 1)));
+      out[l] = _mm_cvtss_f32(z3);
+    } else {
+      T a[8];
+      for (int u = 0; u < kVecs; ++u) S::store(a + u * W, v[l][u]);
+      out[l] = Op::combine(Op::combine(Op::combine(a[0], a[1]), Op::combine(a[2], a[3])),
+                           Op::combine(Op::combine(a[4], a[5]), Op::combine(a[6], a[7])));
+    }
+  }
+}
+#endif
+
+// Whether extreme_leaves() serves Op over in_t (kSseTiles: the column tiles, same type only).
+template <class Op, class in_t>
+constexpr bool kSseTiles =
+#if defined(__SSE2__)
+    sse_extreme<Op>::value && std::is_same_v<in_t, typename Op::value_t>;
+#else
+    false;
+#endif
+template <class Op, class in_t>
+constexpr bool kSseLeaves =
+#if defined(__SSE2__)
+    kSseTiles<Op, in_t> || (sse_extreme<Op>::value && std::is_same_v<in_t, c10::BFloat16> &&
+                            std::is_same_v<typename Op::value_t, float>);
+#else
+    false;
 #endif
 
 // Elements [r0, r1) of one output whose kept offset is `base`: leaves of kLeaf elements merged by
@@ -146,6 +254,18 @@ typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& re
       }
     }
   }
+#if defined(__SSE2__)
+  if constexpr (kSseLeaves<Op, in_t>) {  // four whole contiguous leaves at a time
+    constexpr int kLeaves = 4;
+    if (contiguous) {
+      for (; r + kLeaves * kLeaf <= r1; r += kLeaves * kLeaf) {
+        acc_t a[kLeaves];
+        extreme_leaves<Op, kLeaves>(in + base + r, a);
+        for (int l = 0; l < kLeaves; ++l) cascade.push(&a[l]);
+      }
+    }
+  }
+#endif
   for (; r < r1; r += kLeaf) {
     const int64_t n = std::min(kLeaf, r1 - r);
     if constexpr (kSequentialLeaves<Op>) {
@@ -199,6 +319,24 @@ void reduce_chunk_tile(const in_t* in, int64_t base, int width, const IndexMap& 
     const int64_t n = std::min(kLeaf, r1 - r);
     acc_t a[kTile];
     for (int w = 0; w < kTile; ++w) a[w] = Op::identity();
+#if defined(__SSE2__)
+    if constexpr (kSseTiles<Op, in_t>) {  // a whole tile: kTile neighbouring lanes per load
+      if (width == kTile) {
+        using S = SseOf<in_t>;
+        constexpr int W = 16 / static_cast<int>(sizeof(in_t));
+        typename S::V v[kTile / W];
+        for (int u = 0; u < kTile / W; ++u) v[u] = S::splat(Op::identity());
+        for (int64_t j = 0; j < n; ++j, w.advance(red, one)) {
+          const in_t* p = in + base + w.offset(red);
+          for (int u = 0; u < kTile / W; ++u)
+            v[u] = extreme_lanes<sse_extreme<Op>::max>(v[u], S::load(p + u * W));
+        }
+        for (int u = 0; u < kTile / W; ++u) S::store(a + u * W, v[u]);
+        cascade.push(a);
+        continue;
+      }
+    }
+#endif
     for (int64_t j = 0; j < n; ++j, w.advance(red, one)) {
       const in_t* p = in + base + w.offset(red);
       if (width == kTile) {
