@@ -117,12 +117,7 @@ def test_cuda_step2_views(dtype):
              ((6, 40, 1024), [2]), ((2 * (1 << 20) + 6,), None), ((2 * 262144 - 1,), None)]
     for shape, dims in cases:
         n = math.prod(shape)
-        if dtype == torch.float64:
-            x = cancel_data(n, seed=n).double().reshape(shape) * (1 + 1e-9)
-        elif dtype == torch.float32:
-            x = cancel_data(n, seed=n).reshape(shape)
-        else:
-            x = half_data(n, dtype, seed=n).reshape(shape)
+        x = float_data(n, dtype, seed=n).reshape(shape)
         view = x.cuda()[..., ::2]
         want = x[..., ::2]
         msg = f"{dtype} {shape}[..., ::2] dims={dims}"
@@ -142,10 +137,7 @@ def test_cuda_bits_do_not_depend_on_launch_configuration(shape, dims, dtype, mon
     thread and round (per = 2 is built for 1- and 2-byte inputs), the blocks per output tile and
     the rounds per split: they change who computes each node of the tree, never the additions."""
     n = math.prod(shape)
-    if dtype == torch.float32:
-        x = cancel_data(n, seed=n).reshape(shape)
-    else:
-        x = half_data(n, dtype, seed=n).reshape(shape)
+    x = float_data(n, dtype, seed=n).reshape(shape)
     want = torch.ops.treduce.sum(x, dims)  # CPU
     want_mean = torch.ops.treduce.mean(x, dims)
     x = x.cuda()
@@ -201,6 +193,16 @@ def half_data(n, dtype, seed):
     return x.to(dtype)
 
 
+def float_data(n, dtype, seed):
+    """Hard sums in any float dtype: cancellation for float32 (and float64, nudged off float32
+    values), wide exponent ranges for the 16- and 8-bit types."""
+    if dtype == torch.float64:
+        return cancel_data(n, seed=seed).double() * (1 + 1e-9)
+    if dtype == torch.float32:
+        return cancel_data(n, seed=seed)
+    return half_data(n, dtype, seed=seed)
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16,
                                    torch.float8_e4m3fn, torch.float8_e5m2])
 @pytest.mark.parametrize("shape,dims", [((100003,), None), ((37, 5000), [1]), ((5000, 40), [0]),
@@ -209,10 +211,7 @@ def half_data(n, dtype, seed):
                                         (((1 << 24) + 3,), None), ((2048, 8192), [1])])
 def test_cuda_bits_equal_cpu_for_every_float_dtype(dtype, shape, dims):
     n = math.prod(shape)
-    if dtype == torch.float64:
-        x = cancel_data(n, seed=n).double().reshape(shape) * (1 + 1e-9)
-    else:
-        x = half_data(n, dtype, seed=n).reshape(shape)
+    x = float_data(n, dtype, seed=n).reshape(shape)
     xc = x.cuda()
     out_dtypes = [None]
     if dtype in (torch.float16, torch.bfloat16):

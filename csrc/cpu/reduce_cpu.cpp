@@ -139,6 +139,7 @@ inline __m128d extreme_lanes(__m128d a, __m128d b) {
 template <class T> struct SseOf;
 template <> struct SseOf<float> {
   using V = __m128;
+  static constexpr int kLanes = 4;
   static V load(const float* p) { return _mm_loadu_ps(p); }
   static void load8(const c10::BFloat16* p, V& lo, V& hi) {  // p[0..3] -> lo, p[4..7] -> hi
     const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
@@ -150,6 +151,7 @@ template <> struct SseOf<float> {
 };
 template <> struct SseOf<double> {
   using V = __m128d;
+  static constexpr int kLanes = 2;
   static V load(const double* p) { return _mm_loadu_pd(p); }
   static V splat(double v) { return _mm_set1_pd(v); }
   static void store(double* p, V v) { _mm_storeu_pd(p, v); }
@@ -164,8 +166,8 @@ void extreme_leaves(const in_t* p, typename Op::acc_t* out) {
   using T = typename Op::value_t;
   using S = SseOf<T>;
   constexpr bool kMax = sse_extreme<Op>::max;
-  constexpr int W = 16 / static_cast<int>(sizeof(T));  // lanes per vector
-  constexpr int kVecs = 8 / W;                           // vectors per leaf
+  constexpr int W = S::kLanes;
+  constexpr int kVecs = 8 / W;  // vectors per leaf
   typename S::V v[kLeaves][kVecs];
   for (int l = 0; l < kLeaves; ++l)
     for (int u = 0; u < kVecs; ++u) v[l][u] = S::splat(Op::identity());
@@ -199,23 +201,14 @@ void extreme_leaves(const in_t* p, typename Op::acc_t* out) {
     }
   }
 }
-#endif
 
 // Whether extreme_leaves() serves Op over in_t (kSseTiles: the column tiles, same type only).
 template <class Op, class in_t>
-constexpr bool kSseTiles =
-#if defined(__SSE2__)
-    sse_extreme<Op>::value && std::is_same_v<in_t, typename Op::value_t>;
-#else
-    false;
-#endif
+constexpr bool kSseTiles = sse_extreme<Op>::value && std::is_same_v<in_t, typename Op::value_t>;
 template <class Op, class in_t>
 constexpr bool kSseLeaves =
-#if defined(__SSE2__)
     kSseTiles<Op, in_t> || (sse_extreme<Op>::value && std::is_same_v<in_t, c10::BFloat16> &&
                             std::is_same_v<typename Op::value_t, float>);
-#else
-    false;
 #endif
 
 // Elements [r0, r1) of one output whose kept offset is `base`: leaves of kLeaf elements merged by
@@ -323,7 +316,7 @@ void reduce_chunk_tile(const in_t* in, int64_t base, int width, const IndexMap& 
     if constexpr (kSseTiles<Op, in_t>) {  // a whole tile: kTile neighbouring lanes per load
       if (width == kTile) {
         using S = SseOf<in_t>;
-        constexpr int W = 16 / static_cast<int>(sizeof(in_t));
+        constexpr int W = S::kLanes;
         typename S::V v[kTile / W];
         for (int u = 0; u < kTile / W; ++u) v[u] = S::splat(Op::identity());
         for (int64_t j = 0; j < n; ++j, w.advance(red, one)) {
