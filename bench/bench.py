@@ -15,6 +15,7 @@ import json
 import math
 import os
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -257,6 +258,102 @@ def run_case(case: Case, inductor: bool) -> dict:
     return row
 
 
+# Goal 7 (issue 3): a non-contiguous input against the same reduction of a contiguous input of
+# the same bytes. Each entry: (name, make the view, make the reference, op, dims); both are made
+# from the same random values where the layouts allow it.
+def _misaligned(n: int, dtype: torch.dtype, offset: int = 1) -> torch.Tensor:
+    return torch.randn(n + offset, device="cuda").to(dtype)[offset:]
+
+
+def layout_pairs() -> list[tuple]:
+    def t(shape):
+        return lambda: torch.randn(shape, device="cuda").t()
+    return [
+        ("transposed (8192,8192).t() d1", t((8192, 8192)),
+         lambda v: v.contiguous(), "sum", (1,)),
+        ("transposed (8192,8192).t() d0", t((8192, 8192)),
+         lambda v: v.contiguous(), "sum", (0,)),
+        ("channels_last (64,256,56,56) d(0,2,3)",
+         lambda: torch.randn(64, 256, 56, 56, device="cuda").contiguous(
+             memory_format=torch.channels_last),
+         lambda v: v.contiguous(), "sum", (0, 2, 3)),
+        ("step 2 (8192,16384)[:, ::2] d1, vs the logical bytes",
+         lambda: torch.randn(8192, 16384, device="cuda")[:, ::2],
+         lambda v: v.contiguous(), "sum", (1,)),
+        ("step 2 (8192,16384)[:, ::2] d1, vs the bytes read",
+         lambda: torch.randn(8192, 16384, device="cuda")[:, ::2],
+         lambda v: torch.randn(8192, 16384, device="cuda"), "sum", (1,)),
+        ("misaligned x[1:] f32 2^28", lambda: _misaligned(1 << 28, F32),
+         lambda v: v.contiguous(), "sum", None),
+        ("misaligned rows f32 (16384,16384) d1",
+         lambda: _misaligned(16384 * 16384, F32).view(16384, 16384),
+         lambda v: v.contiguous(), "sum", (1,)),
+        ("misaligned x[1:] bf16 amax 2^28", lambda: _misaligned(1 << 28, BF16),
+         lambda v: v.contiguous(), "amax", None),
+    ]
+
+
+def run_layouts() -> list[dict]:
+    rows = []
+    for name, make, make_ref, op, dims in tqdm(layout_pairs(), desc="layouts", file=sys.stderr):
+        torch.manual_seed(0)
+        v = make()
+        ref = make_ref(v)
+        case = Case("layout", name, tuple(v.shape), v.dtype, op, dims)
+        for x in (v, ref):
+            check(case, x)
+        row = {"case": name, "bytes": ref.numel() * ref.element_size()}
+        for key, x in (("view", v), ("contig", ref)):
+            row[f"{key}_us"] = bench_ms(lambda: ours_fn(case)(x)) * 1e3
+            row[f"{key}_torch_us"] = bench_ms(lambda: torch_fn(case)(x)) * 1e3
+        rows.append(row)
+        del v, ref
+        torch.cuda.empty_cache()
+    return rows
+
+
+def fmt_layouts(rows: list[dict]) -> str:
+    lines = ["| view | ours µs | contiguous µs | contiguous / view (goal 7: ≥ 0.90) | "
+             "torch view / contiguous µs |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['case']} | {r['view_us']:.1f} | {r['contig_us']:.1f} | "
+                     f"{r['contig_us'] / r['view_us']:.2f} | {r['view_torch_us']:.1f} / "
+                     f"{r['contig_torch_us']:.1f} |")
+    return "\n".join(lines)
+
+
+# Goal 5 (issue 3): host time per call. Back-to-back calls on a 2^10-element CUDA tensor, no
+# synchronisation inside the loop: the GPU runs each ~2 µs kernel faster than the host issues the
+# next, so the time per call is the host path (Python wrapper, dispatcher, plan, launch).
+def host_overhead(n_calls: int = 20000) -> dict:
+    x = torch.randn(1 << 10, device="cuda")
+    fns = {"torch.sum(x)": lambda: torch.sum(x),
+           "torch_reduce.sum(x)": lambda: torch_reduce.sum(x),
+           "torch.ops.treduce.sum(x, None)": lambda: torch.ops.treduce.sum(x, None)}
+    out = {}
+    for name, fn in fns.items():
+        best = float("inf")
+        for _ in range(5):
+            for _ in range(200):
+                fn()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(n_calls):
+                fn()
+            torch.cuda.synchronize()
+            best = min(best, (time.perf_counter() - t0) / n_calls * 1e6)
+        out[name] = best
+    return out
+
+
+def fmt_host(h: dict) -> str:
+    base = h["torch.sum(x)"]
+    lines = ["| call (2^10 float32, CUDA) | host µs per call | × torch.sum |", "|---|---|---|"]
+    for k, v in h.items():
+        lines.append(f"| `{k}` | {v:.2f} | {v / base:.2f} |")
+    return "\n".join(lines)
+
+
 def fmt_table(rows: list[dict]) -> str:
     peers = ["torch", "inductor", "cub", "plain"]
     head = ("| class | case | treduce µs | TB/s | % ceiling | " +
@@ -355,6 +452,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="skip cells over 2^28 elements")
     ap.add_argument("--no-inductor", action="store_true")
     ap.add_argument("--only", default="", help="run cells whose name contains this")
+    ap.add_argument("--no-extras", action="store_true",
+                    help="skip the layout pairs (goal 7) and the host-overhead loop (goal 5)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     torch._dynamo.config.cache_size_limit = 256
@@ -365,18 +464,39 @@ def main() -> None:
         (args.out / "results.json").write_text(json.dumps(rows, indent=1))
     meta = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
             "cupy": getattr(cupy, "__version__", None)}
+    extras = {}
     (args.out / "results.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    write_markdown(meta, rows, args.out)
+    write_markdown(meta, rows, args.out, extras)
     plots(rows, args.out)
+    if not args.no_extras:
+        try:
+            extras["layouts"] = run_layouts()
+            extras["host_us"] = host_overhead()
+        except Exception:  # the grid's results are written already
+            import traceback
+            traceback.print_exc()
+            extras = {}
+    if extras:
+        (args.out / "results.json").write_text(
+            json.dumps({"meta": meta, "rows": rows, **extras}, indent=1))
+        write_markdown(meta, rows, args.out, extras)
     print(fmt_table(rows))
     print(summary(rows))
+    if extras:
+        print(fmt_layouts(extras["layouts"]))
+        print(fmt_host(extras["host_us"]))
 
 
-def write_markdown(meta: dict, rows: list[dict], out: Path) -> None:
-    (out / "results.md").write_text(
-        f"# Bench results\n\n{meta}\n\nRatios are peer time / treduce time (> 1: treduce "
-        f"faster). % ceiling: the read-only stream kernel's time over ours.\n\n"
-        f"{fmt_table(rows)}\n\n{summary(rows)}\n")
+def write_markdown(meta: dict, rows: list[dict], out: Path, extras: dict) -> None:
+    text = (f"# Bench results\n\n{meta}\n\nRatios are peer time / treduce time (> 1: treduce "
+            f"faster). % ceiling: the read-only stream kernel's time over ours.\n\n"
+            f"{fmt_table(rows)}\n\n{summary(rows)}\n")
+    if extras:
+        text += (f"\n## Non-contiguous inputs (goal 7)\n\nThe same reduction of a view and of a "
+                 f"contiguous input of the same bytes, in the same run.\n\n"
+                 f"{fmt_layouts(extras['layouts'])}\n\n## Host time per call (goal 5)\n\n"
+                 f"{fmt_host(extras['host_us'])}\n")
+    (out / "results.md").write_text(text)
 
 
 if __name__ == "__main__":

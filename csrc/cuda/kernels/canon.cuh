@@ -13,12 +13,14 @@
 // once (their node), for kVec neighbouring outputs (one 16-byte or 8-byte load per reduced
 // element when the outputs are contiguous, the column layout), so a round covers per * Y
 // consecutive leaves: the tree over ty (warp shuffles, then shared memory) makes their node of
-// height log2(per * Y). Two leaves per thread halve the tree's and the barriers' cost per element. Thread ty = 0 pushes each round's node onto a binary
-// counter (its local memory, `levels`), which merges nodes of equal height as they complete: over
-// a power-of-two number of rounds that is again the perfect tree. When there are too few output
+// height log2(per * Y). Two leaves per thread halve the tree's and the barriers' cost per
+// element. Thread ty = 0 pushes each round's node onto a binary counter (its low levels in shared
+// memory: RoundLevels), which merges nodes of equal height as they complete: over a power-of-two
+// number of rounds that is again the perfect tree. When there are too few output
 // tiles to fill the GPU, a tile's rounds are cut into splits, each a power-of-two run of rounds
 // at an aligned position (a node of the tree), which the tile's gridDim.y blocks take in turn;
-// the last arrival merges the splits' nodes by the same tree (arrive_last), in the same launch.
+// each block arrives once, after its last split, and the last to arrive merges the splits' nodes
+// by the same tree (arrive_last), in the same launch.
 // Row layouts stage each warp's 32 leaves through shared memory (fold_leaf_staged) so that the
 // loads stay coalesced while every lane folds its own leaf.
 //
@@ -206,29 +208,63 @@ __device__ __forceinline__ void tree_over_y(acc_t (&a)[kVec], int X, int Y, int 
   }
 }
 
-// Binary counter over one column's nodes, in the pushing thread's own (local) memory: push the
-// count-th node (count = nodes pushed before), merging it with every completed node of equal
-// height.
-template <class Op, class acc_t>
-__device__ __forceinline__ void counter_push(acc_t* levels, acc_t x, int64_t count) {
+// Binary counter over one column's nodes: push the count-th node (count = nodes pushed before),
+// merging it with every completed node of equal height. `levels` stores the levels (get, set):
+// LocalLevels or RoundLevels.
+template <class Op, class Levels, class acc_t>
+__device__ __forceinline__ void counter_push(const Levels& levels, acc_t x, int64_t count) {
   int l = 0;
-  for (; count & 1; count >>= 1, ++l) x = Op::combine(levels[l], x);
-  levels[l] = x;
+  for (; count & 1; count >>= 1, ++l) x = Op::combine(levels.get(l), x);
+  levels.set(l, x);
 }
 
 // The counter's value after `count` pushes: the completed nodes, merged from the smallest (the
 // latest) up, which is the perfect tree with the missing nodes as the identity.
-template <class Op, class acc_t>
-__device__ __forceinline__ acc_t counter_result(const acc_t* levels, int64_t count) {
+template <class Op, class Levels>
+__device__ __forceinline__ typename Op::acc_t counter_result(const Levels& levels, int64_t count) {
+  using acc_t = typename Op::acc_t;
   acc_t r = Op::identity();
   bool any = false;
   for (int l = 0; l < kCanonLevels; ++l) {
     if (!((count >> l) & 1)) continue;
-    r = any ? Op::combine(levels[l], r) : levels[l];
+    r = any ? Op::combine(levels.get(l), r) : levels.get(l);
     any = true;
   }
   return r;
 }
+
+// A counter in the thread's local memory (the final merge's).
+template <class acc_t>
+struct LocalLevels {
+  acc_t* p;  // kCanonLevels levels
+  __device__ __forceinline__ acc_t get(int l) const { return p[l]; }
+  __device__ __forceinline__ void set(int l, acc_t x) const { p[l] = x; }
+};
+
+// The per-round counter of one output column (thread ty = 0, output v): its low levels, which
+// every push touches, in shared memory (kCanonSmemLevels rows of 32 slots, slot tx; output
+// lanes tx < 32 only: every automatic configuration that takes more than one round per split
+// has X = 1), the rest in local memory (canon_kernel uses it for one float output per thread).
+// Local memory alone measured 5% slower on full sums: the streamed loads evict its lines from
+// L1, so each push waited on L2 while the block's other warps waited at the next round's barrier
+// (NOTES step 20).
+constexpr int kCanonSmemLevels = 6;  // splits of up to 32 rounds stay in shared memory
+template <class acc_t, int kSlots>
+struct RoundLevels {
+  acc_t (*sm)[kSlots];  // the block's [kCanonSmemLevels][kSlots] array
+  int slot;
+  bool in_sm;           // tx < 32
+  acc_t* local;         // kCanonLevels levels (the low ones unused when in_sm)
+  __device__ __forceinline__ acc_t get(int l) const {
+    return in_sm && l < kCanonSmemLevels ? sm[l][slot] : local[l];
+  }
+  __device__ __forceinline__ void set(int l, acc_t x) const {
+    if (in_sm && l < kCanonSmemLevels)
+      sm[l][slot] = x;
+    else
+      local[l] = x;
+  }
+};
 
 // Rows of kNV = 2 or 4 16-byte vectors (K * sizeof(in_t) = 32 or 64: float32 rows of 8 or 16,
 // 16-bit rows of 16 or 32), every row 16-byte aligned: each row is one leaf, so its in-order
@@ -291,15 +327,36 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
   using Stage = LeafStage<in_t>;
   __shared__ acc_t sm[kCanonThreads * kVec];
   __shared__ Vec<in_t, Stage::V> stage[kCanonThreads / 32][Stage::kSlots];
-  acc_t levels[kVec][kCanonLevels];  // the counters of thread ty = 0 (local memory)
+  __shared__ acc_t round_sm[kCanonSmemLevels][kVec == 1 && sizeof(acc_t) <= 8 ? 32 : 1];
+  acc_t levels[kVec][kCanonLevels];  // local memory: upper round levels, then the final merge
   const int tid = threadIdx.x;
   const int lane = tid & 31;
   const int X = cfg.X, Y = cfg.Y;
   const int tx = tid & (X - 1), ty = tid / X;
   const int col = tx * kVec;  // this thread's first column in the tile
+  // One float output per thread: the low levels in shared memory, the accessor built where it is
+  // used from a fresh read of the thread index, so that none of it stays live across the rounds'
+  // loop. Columns (kVec > 1) and double sums keep their counters in local memory: the accessor
+  // cost them spills inside that loop (reloads at every round).
+  constexpr bool kSmemRounds = kVec == 1 && sizeof(acc_t) <= 8;
+  const auto round_levels = [&](int v) {
+    if constexpr (kSmemRounds) {
+      unsigned t;
+      asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+      const int x = static_cast<int>(t) & (cfg.X - 1);
+      return RoundLevels<acc_t, 32>{round_sm, x & 31, x < 32, levels[v]};
+    } else {
+      return LocalLevels<acc_t>{levels[v]};
+    }
+  };
   const int64_t M = g.num_outputs, K = g.reduce_len;
   const int last = g.red.ndim - 1;
   const int64_t run = g.red.sizes[last];  // the innermost reduced dim (stride cfg.step if > 0)
+  const auto store = [&](int64_t o, const acc_t (&r)[kVec]) {
+#pragma unroll
+    for (int v = 0; v < kVec; ++v)
+      out[g.kept.out_offset(o + v)] = from_acc<out_t>(Op::finalize(r[v], K, M));
+  };
 
   // Work items: (tile, split) pairs. Without splits, blocks stride over the tiles; with them,
   // each tile has gridDim.y blocks that take its splits in turn (a block handles splits y,
@@ -362,12 +419,12 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
       tree_over_y<Op, kVec>(a, X, Y, tid, sm);
       if (ty == 0 && k1 - k0 > 1) {  // one round: its node is the split's node
 #pragma unroll
-        for (int v = 0; v < kVec; ++v) counter_push<Op>(levels[v], a[v], k - k0);
+        for (int v = 0; v < kVec; ++v) counter_push<Op>(round_levels(v), a[v], k - k0);
       }
     }
     if (ty == 0 && k1 - k0 > 1) {
 #pragma unroll
-      for (int v = 0; v < kVec; ++v) a[v] = counter_result<Op>(levels[v], k1 - k0);
+      for (int v = 0; v < kVec; ++v) a[v] = counter_result<Op>(round_levels(v), k1 - k0);
     }
     if (cfg.splits > 1) {  // leave this split's node; the tile's last arrival merges them
       acc_t* slots = partials + tile * (int64_t(X) * kVec) * cfg.splits;  // [column][split]
@@ -375,27 +432,35 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
 #pragma unroll
         for (int v = 0; v < kVec; ++v) slots[(col + v) * cfg.splits + split] = a[v];
       }
-      if (!arrive_last(&counters[tile], cfg.splits)) continue;
-      // Thread ty merges splits ty*c .. ty*c + c - 1 (missing ones are the identity) with a
-      // counter, which over a power-of-two count is the perfect tree; then the tree over ty.
-      const int c = cfg.merge_per_thread;
+      continue;
+    }
+    if (ty == 0 && active) store(o0, a);
+  }
+  if (cfg.splits > 1) {
+    // The block's splits were all of tile blockIdx.x: one arrival for all of them (an arrival per
+    // split measured 1-8% of full sums' time, more the shorter the splits). The last block
+    // merges the tile's splits: thread ty takes splits ty*c .. ty*c + c - 1 (missing ones are
+    // the identity) with a counter, which over a power-of-two count
+    // is the perfect tree; then the tree over ty.
+    const unsigned left = (cfg.splits - 1 - blockIdx.y) / gridDim.y + 1;  // splits it took
+    if (!arrive_last(&counters[blockIdx.x], cfg.splits, left)) return;
+    const int64_t tile = blockIdx.x;
+    const int64_t o0 = (tile * X + tx) * kVec;
+    const acc_t* slots = partials + tile * (int64_t(X) * kVec) * cfg.splits;
+    const int c = cfg.merge_per_thread;
+    acc_t a[kVec];
 #pragma unroll
-      for (int v = 0; v < kVec; ++v) {
-        for (int i = 0; i < c; ++i) {
-          const int sp = ty * c + i;
-          const acc_t x = sp < cfg.splits ? load_cg(slots + (col + v) * cfg.splits + sp)
-                                          : Op::identity();
-          counter_push<Op>(levels[v], x, i);
-        }
-        a[v] = counter_result<Op>(levels[v], c);
+    for (int v = 0; v < kVec; ++v) {
+      for (int i = 0; i < c; ++i) {
+        const int sp = ty * c + i;
+        const acc_t x = sp < cfg.splits ? load_cg(slots + (col + v) * cfg.splits + sp)
+                                        : Op::identity();
+        counter_push<Op>(LocalLevels<acc_t>{levels[v]}, x, i);
       }
-      tree_over_y<Op, kVec>(a, X, Y, tid, sm);
+      a[v] = counter_result<Op>(LocalLevels<acc_t>{levels[v]}, c);
     }
-    if (ty == 0 && active) {
-#pragma unroll
-      for (int v = 0; v < kVec; ++v)
-        out[g.kept.out_offset(o0 + v)] = from_acc<out_t>(Op::finalize(a[v], K, M));
-    }
+    tree_over_y<Op, kVec>(a, X, Y, tid, sm);
+    if (ty == 0 && o0 < M) store(o0, a);
   }
 }
 

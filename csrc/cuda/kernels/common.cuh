@@ -288,14 +288,14 @@ __device__ __forceinline__ void walk_offsets(const IndexMap& m, int64_t r, int64
 // Call after this block has written its partials for `*counter`'s tile. Returns true, in every
 // thread, for the last of the `expected` blocks to arrive; that block then reads all partials
 // (with load_cg). The counter is back at zero when the kernel ends, ready for the next launch.
-__device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned expected) {
+__device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned expected, unsigned n = 1) {
   __shared__ bool last;
   __threadfence();  // make this thread's partials visible before the block is counted
   __syncthreads();
   const bool leader = threadIdx.x == 0 && threadIdx.y == 0;
   if (leader) {
-    const unsigned prev = atomicAdd(counter, 1u);
-    last = prev == expected - 1;
+    const unsigned prev = atomicAdd(counter, n);
+    last = prev + n == expected;
     if (last) *counter = 0;  // every block of this tile has arrived
   }
   __syncthreads();
