@@ -16,9 +16,9 @@
 // height log2(per * Y). Two leaves per thread halve the tree's and the barriers' cost per
 // element. Thread ty = 0 pushes each round's node onto a binary counter (its low levels in shared
 // memory: RoundLevels), which merges nodes of equal height as they complete: over a power-of-two
-// number of rounds that is again the perfect tree. When there are too few output
-// tiles to fill the GPU, a tile's rounds are cut into splits, each a power-of-two run of rounds
-// at an aligned position (a node of the tree), which the tile's gridDim.y blocks take in turn;
+// number of rounds that is again the perfect tree. When there are too few output tiles to fill
+// the GPU, a tile's rounds are cut into splits, each a power-of-two run of rounds at an aligned
+// position (a node of the tree), which the tile's gridDim.y blocks take in turn;
 // each block arrives once, after its last split, and the last to arrive merges the splits' nodes
 // by the same tree (arrive_last), in the same launch.
 // Row layouts stage each warp's 32 leaves through shared memory (fold_leaf_staged) so that the
@@ -440,8 +440,8 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
     // The block's splits were all of tile blockIdx.x: one arrival for all of them (an arrival per
     // split measured 1-8% of full sums' time, more the shorter the splits). The last block
     // merges the tile's splits: thread ty takes splits ty*c .. ty*c + c - 1 (missing ones are
-    // the identity) with a counter, which over a power-of-two count
-    // is the perfect tree; then the tree over ty.
+    // the identity) with a counter, which over a power-of-two count is the perfect tree; then
+    // the tree over ty.
     const unsigned left = (cfg.splits - 1 - blockIdx.y) / gridDim.y + 1;  // splits it took
     if (!arrive_last(&counters[blockIdx.x], cfg.splits, left)) return;
     const int64_t tile = blockIdx.x;

@@ -285,9 +285,10 @@ __device__ __forceinline__ void walk_offsets(const IndexMap& m, int64_t r, int64
   }
 }
 
-// Call after this block has written its partials for `*counter`'s tile. Returns true, in every
-// thread, for the last of the `expected` blocks to arrive; that block then reads all partials
-// (with load_cg). The counter is back at zero when the kernel ends, ready for the next launch.
+// Call after this block has written its partials for `*counter`'s tile; it counts as n arrivals
+// (canon_kernel: the n splits it took). Returns true, in every thread, for the block whose
+// arrival completes the `expected`; that block then reads all partials (with load_cg). The
+// counter is back at zero when the kernel ends, ready for the next launch.
 __device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned expected, unsigned n = 1) {
   __shared__ bool last;
   __threadfence();  // make this thread's partials visible before the block is counted
