@@ -3,6 +3,8 @@ against torch (or numpy for the bitwise reductions, which torch lacks).
 
 Every test runs on the CPU and, marked `cuda` (skipped without a GPU), on CUDA.
 """
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -332,3 +334,53 @@ def test_compile_fullgraph_dynamic(device):
         assert torch.allclose(out, ref, rtol=1e-4, atol=1e-4)
         assert torch.allclose(x.grad, x2.grad, rtol=1e-4, atol=1e-4)
     assert counter.frame_count == 1
+
+
+def _extreme_model(vals, kmax):
+    """The CPU backend's max/min order for a power-of-two number of whole leaves inside one chunk:
+    a leaf's element j goes to accumulator j % 8, the eight meet in ((a0 a1) (a2 a3)) ((a4 a5)
+    (a6 a7)), leaves meet pairwise; combine(a, b) takes b when a is not NaN and b is better or NaN,
+    so ties keep a (which of +0 and -0 comes out depends on that order alone)."""
+    def comb(a, b):
+        better = b > a if kmax else b < a
+        return b if not math.isnan(a) and (better or math.isnan(b)) else a
+
+    ident = -math.inf if kmax else math.inf
+    leaves = []
+    for i in range(0, len(vals), 64):
+        a = [ident] * 8
+        for j, v in enumerate(vals[i:i + 64]):
+            a[j % 8] = comb(a[j % 8], v)
+        leaves.append(comb(comb(comb(a[0], a[1]), comb(a[2], a[3])),
+                           comb(comb(a[4], a[5]), comb(a[6], a[7]))))
+    while len(leaves) > 1:
+        leaves = [comb(leaves[k], leaves[k + 1]) for k in range(0, len(leaves), 2)]
+    return leaves[0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("kmax", [True, False], ids=["amax", "amin"])
+def test_cpu_extreme_zero_ties_and_nan_follow_the_order(dtype, kmax):
+    """The CPU max/min fold (SSE lanes: MAXPS/MINPS while no NaN is seen, the exact selects
+    again for a batch that met one) gives the scalar order's bits: the sign of a tied zero, NaN.
+    Rows of 16 whole leaves, each row a different mix of +0, -0 and worse values."""
+    g = torch.Generator().manual_seed(11)
+    worse = [-1.0, -2.5] if kmax else [1.0, 2.5]
+    pool = torch.tensor([0.0, -0.0] + worse, dtype=torch.float64)
+    rows = pool[torch.randint(0, 4, (24, 1024), generator=g)]
+    rows[3, 700] = float("nan")  # one row with a NaN: the exact pass
+    rows[5] = -0.0
+    rows[6] = 0.0
+    x = rows.to(dtype)
+    op = torch_reduce.amax if kmax else torch_reduce.amin
+    got = op(x, 1)
+    for i in range(x.shape[0]):
+        want = _extreme_model([float(v) for v in x[i].tolist()], kmax)
+        g_i = float(got[i])
+        if math.isnan(want):
+            assert math.isnan(g_i), i
+        else:
+            assert g_i == want and math.copysign(1, g_i) == math.copysign(1, want), (i, g_i, want)
+    full = op(x[0].contiguous(), ())
+    want = _extreme_model([float(v) for v in x[0].tolist()], kmax)
+    assert math.copysign(1, float(full)) == math.copysign(1, want) and float(full) == want

@@ -134,6 +134,25 @@ inline __m128d extreme_lanes(__m128d a, __m128d b) {
   return _mm_or_pd(_mm_and_pd(take, b), _mm_andnot_pd(take, a));
 }
 
+// The fast pass: MAXPS/MINPS (b > a ? b : a, b < a ? b : a) are ExtremeOp::combine exactly
+// when neither lane is NaN (a tie keeps a, as the select does), in one instruction instead of
+// eight. NaN lanes are only noticed (nan_lanes, or-ed up); a leaf batch or tile that met one is
+// folded again with extreme_lanes, so the bits stay the scalar fold's.
+template <bool kMax>
+inline __m128 fast_extreme(__m128 a, __m128 b) {
+  return kMax ? _mm_max_ps(b, a) : _mm_min_ps(b, a);
+}
+template <bool kMax>
+inline __m128d fast_extreme(__m128d a, __m128d b) {
+  return kMax ? _mm_max_pd(b, a) : _mm_min_pd(b, a);
+}
+inline __m128 nan_lanes(__m128 b) { return _mm_cmpunord_ps(b, b); }
+inline __m128d nan_lanes(__m128d b) { return _mm_cmpunord_pd(b, b); }
+inline __m128 or_lanes(__m128 a, __m128 b) { return _mm_or_ps(a, b); }
+inline __m128d or_lanes(__m128d a, __m128d b) { return _mm_or_pd(a, b); }
+inline bool any_lane(__m128 m) { return _mm_movemask_ps(m) != 0; }
+inline bool any_lane(__m128d m) { return _mm_movemask_pd(m) != 0; }
+
 // Vectors of value type T (float: 4 lanes, double: 2) loaded from inputs of type in_t: the same
 // type, or bfloat16 widened to float exactly (its bits are a float's upper half).
 template <class T> struct SseOf;
@@ -169,20 +188,34 @@ void extreme_leaves(const in_t* p, typename Op::acc_t* out) {
   constexpr int W = S::kLanes;
   constexpr int kVecs = 8 / W;  // vectors per leaf
   typename S::V v[kLeaves][kVecs];
-  for (int l = 0; l < kLeaves; ++l)
-    for (int u = 0; u < kVecs; ++u) v[l][u] = S::splat(Op::identity());
-  for (int64_t j = 0; j < kLeaf; j += 8)
-    for (int l = 0; l < kLeaves; ++l) {
-      if constexpr (std::is_same_v<in_t, T>) {
-        for (int u = 0; u < kVecs; ++u)
-          v[l][u] = extreme_lanes<kMax>(v[l][u], S::load(p + l * kLeaf + j + u * W));
-      } else {  // bfloat16 into float lanes
-        typename S::V lo, hi;
-        S::load8(p + l * kLeaf + j, lo, hi);
-        v[l][0] = extreme_lanes<kMax>(v[l][0], lo);
-        v[l][1] = extreme_lanes<kMax>(v[l][1], hi);
+  // kExact = false: the fast pass (returns whether it met a NaN); true: the exact selects.
+  const auto fold = [&](auto exact) {
+    constexpr bool kExact = decltype(exact)::value;
+    const auto step = [](typename S::V a, typename S::V b) {
+      return kExact ? extreme_lanes<kMax>(a, b) : fast_extreme<kMax>(a, b);
+    };
+    typename S::V nan = S::splat(T(0));
+    for (int l = 0; l < kLeaves; ++l)
+      for (int u = 0; u < kVecs; ++u) v[l][u] = S::splat(Op::identity());
+    for (int64_t j = 0; j < kLeaf; j += 8)
+      for (int l = 0; l < kLeaves; ++l) {
+        if constexpr (std::is_same_v<in_t, T>) {
+          for (int u = 0; u < kVecs; ++u) {
+            const typename S::V x = S::load(p + l * kLeaf + j + u * W);
+            v[l][u] = step(v[l][u], x);
+            if constexpr (!kExact) nan = or_lanes(nan, nan_lanes(x));
+          }
+        } else {  // bfloat16 into float lanes
+          typename S::V lo, hi;
+          S::load8(p + l * kLeaf + j, lo, hi);
+          v[l][0] = step(v[l][0], lo);
+          v[l][1] = step(v[l][1], hi);
+          if constexpr (!kExact) nan = or_lanes(nan, or_lanes(nan_lanes(lo), nan_lanes(hi)));
+        }
       }
-    }
+    return any_lane(nan);
+  };
+  if (fold(std::false_type{})) fold(std::true_type{});
   for (int l = 0; l < kLeaves; ++l) {
     if constexpr (std::is_same_v<T, float>) {
       // reduce_chunk's tree over the eight lanes ((a0 a1) (a2 a3)) ((a4 a5) (a6 a7)), by lanes:
@@ -194,10 +227,14 @@ void extreme_leaves(const in_t* p, typename Op::acc_t* out) {
       const __m128 z3 = extreme_lanes<kMax>(z2, _mm_shuffle_ps(z2, z2, _MM_SHUFFLE(1, 1, 1, 1)));
       out[l] = _mm_cvtss_f32(z3);
     } else {
-      T a[8];
-      for (int u = 0; u < kVecs; ++u) S::store(a + u * W, v[l][u]);
-      out[l] = Op::combine(Op::combine(Op::combine(a[0], a[1]), Op::combine(a[2], a[3])),
-                           Op::combine(Op::combine(a[4], a[5]), Op::combine(a[6], a[7])));
+      // double: the same tree with two lanes. v[l][u] holds lanes (2u, 2u + 1): pair each
+      // vector's lanes across two vectors (evens against odds), then the two pairs' results.
+      const __m128d e = extreme_lanes<kMax>(_mm_unpacklo_pd(v[l][0], v[l][1]),
+                                            _mm_unpackhi_pd(v[l][0], v[l][1]));  // a01, a23
+      const __m128d f = extreme_lanes<kMax>(_mm_unpacklo_pd(v[l][2], v[l][3]),
+                                            _mm_unpackhi_pd(v[l][2], v[l][3]));  // a45, a67
+      const __m128d g = extreme_lanes<kMax>(_mm_unpacklo_pd(e, f), _mm_unpackhi_pd(e, f));
+      out[l] = _mm_cvtsd_f64(extreme_lanes<kMax>(g, _mm_unpackhi_pd(g, g)));  // (a0-3, a4-7)
     }
   }
 }
@@ -248,8 +285,10 @@ typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& re
     }
   }
 #if defined(__SSE2__)
-  if constexpr (kSseLeaves<Op, in_t>) {  // four whole contiguous leaves at a time
-    constexpr int kLeaves = 4;
+  if constexpr (kSseLeaves<Op, in_t>) {  // whole contiguous leaves, 16 lanes at a time
+    // Four float leaves (2 vectors each) or two double leaves (4 each): eight accumulator
+    // vectors; four double leaves (16 vectors) ran out of SSE registers.
+    constexpr int kLeaves = SseOf<value_t>::kLanes;
     if (contiguous) {
       for (; r + kLeaves * kLeaf <= r1; r += kLeaves * kLeaf) {
         acc_t a[kLeaves];
@@ -317,12 +356,28 @@ void reduce_chunk_tile(const in_t* in, int64_t base, int width, const IndexMap& 
       if (width == kTile) {
         using S = SseOf<in_t>;
         constexpr int W = S::kLanes;
+        constexpr bool kMax = sse_extreme<Op>::max;
         typename S::V v[kTile / W];
+        const Walker w0 = w;
+        // The fast pass (fast_extreme), and the exact selects again if it met a NaN.
+        typename S::V nan = S::splat(in_t(0));
         for (int u = 0; u < kTile / W; ++u) v[u] = S::splat(Op::identity());
         for (int64_t j = 0; j < n; ++j, w.advance(red, one)) {
           const in_t* p = in + base + w.offset(red);
-          for (int u = 0; u < kTile / W; ++u)
-            v[u] = extreme_lanes<sse_extreme<Op>::max>(v[u], S::load(p + u * W));
+          for (int u = 0; u < kTile / W; ++u) {
+            const typename S::V x = S::load(p + u * W);
+            v[u] = fast_extreme<kMax>(v[u], x);
+            nan = or_lanes(nan, nan_lanes(x));
+          }
+        }
+        if (any_lane(nan)) {
+          w = w0;
+          for (int u = 0; u < kTile / W; ++u) v[u] = S::splat(Op::identity());
+          for (int64_t j = 0; j < n; ++j, w.advance(red, one)) {
+            const in_t* p = in + base + w.offset(red);
+            for (int u = 0; u < kTile / W; ++u)
+              v[u] = extreme_lanes<kMax>(v[u], S::load(p + u * W));
+          }
         }
         for (int u = 0; u < kTile / W; ++u) S::store(a + u * W, v[u]);
         cascade.push(a);
