@@ -358,27 +358,28 @@ void reduce_chunk_tile(const in_t* in, int64_t base, int width, const IndexMap& 
         constexpr int W = S::kLanes;
         constexpr bool kMax = sse_extreme<Op>::max;
         typename S::V v[kTile / W];
+        // The fast pass (returns whether it met a NaN), then the exact selects if it did.
         const Walker w0 = w;
-        // The fast pass (fast_extreme), and the exact selects again if it met a NaN.
-        typename S::V nan = S::splat(in_t(0));
-        for (int u = 0; u < kTile / W; ++u) v[u] = S::splat(Op::identity());
-        for (int64_t j = 0; j < n; ++j, w.advance(red, one)) {
-          const in_t* p = in + base + w.offset(red);
-          for (int u = 0; u < kTile / W; ++u) {
-            const typename S::V x = S::load(p + u * W);
-            v[u] = fast_extreme<kMax>(v[u], x);
-            nan = or_lanes(nan, nan_lanes(x));
-          }
-        }
-        if (any_lane(nan)) {
+        const auto fold = [&](auto exact) {
+          constexpr bool kExact = decltype(exact)::value;
+          typename S::V nan = S::splat(in_t(0));
           w = w0;
           for (int u = 0; u < kTile / W; ++u) v[u] = S::splat(Op::identity());
           for (int64_t j = 0; j < n; ++j, w.advance(red, one)) {
             const in_t* p = in + base + w.offset(red);
-            for (int u = 0; u < kTile / W; ++u)
-              v[u] = extreme_lanes<kMax>(v[u], S::load(p + u * W));
+            for (int u = 0; u < kTile / W; ++u) {
+              const typename S::V x = S::load(p + u * W);
+              if constexpr (kExact) {
+                v[u] = extreme_lanes<kMax>(v[u], x);
+              } else {
+                v[u] = fast_extreme<kMax>(v[u], x);
+                nan = or_lanes(nan, nan_lanes(x));
+              }
+            }
           }
-        }
+          return any_lane(nan);
+        };
+        if (fold(std::false_type{})) fold(std::true_type{});
         for (int u = 0; u < kTile / W; ++u) S::store(a + u * W, v[u]);
         cascade.push(a);
         continue;
