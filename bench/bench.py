@@ -358,6 +358,13 @@ def fmt_host(h: dict) -> str:
     return "\n".join(lines)
 
 
+def fmt_extras(extras: dict) -> str:
+    return (f"## Non-contiguous inputs (goal 7)\n\nThe same reduction of a view and of a "
+            f"contiguous input of the same bytes, in the same run.\n\n"
+            f"{fmt_layouts(extras['layouts'])}\n\n## Host time per call (goal 5)\n\n"
+            f"{fmt_host(extras['host_us'])}\n")
+
+
 def fmt_table(rows: list[dict]) -> str:
     peers = ["torch", "inductor", "cub", "plain"]
     head = ("| class | case | treduce µs | TB/s | % ceiling | " +
@@ -465,7 +472,7 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         extras = {"layouts": run_layouts(), "host_us": host_overhead()}
         (args.out / "extras.json").write_text(json.dumps(extras, indent=1))
-        text = f"{fmt_layouts(extras['layouts'])}\n\n{fmt_host(extras['host_us'])}\n"
+        text = fmt_extras(extras)
         (args.out / "extras.md").write_text(text)
         print(text)
         return
@@ -497,8 +504,7 @@ def main() -> None:
     print(fmt_table(rows))
     print(summary(rows))
     if extras:
-        print(fmt_layouts(extras["layouts"]))
-        print(fmt_host(extras["host_us"]))
+        print(fmt_extras(extras))
 
 
 def write_markdown(meta: dict, rows: list[dict], out: Path, extras: dict) -> None:
@@ -506,10 +512,7 @@ def write_markdown(meta: dict, rows: list[dict], out: Path, extras: dict) -> Non
             f"faster). % ceiling: the read-only stream kernel's time over ours.\n\n"
             f"{fmt_table(rows)}\n\n{summary(rows)}\n")
     if extras:
-        text += (f"\n## Non-contiguous inputs (goal 7)\n\nThe same reduction of a view and of a "
-                 f"contiguous input of the same bytes, in the same run.\n\n"
-                 f"{fmt_layouts(extras['layouts'])}\n\n## Host time per call (goal 5)\n\n"
-                 f"{fmt_host(extras['host_us'])}\n")
+        text += "\n" + fmt_extras(extras)
     (out / "results.md").write_text(text)
 
 

@@ -153,6 +153,17 @@ inline __m128d or_lanes(__m128d a, __m128d b) { return _mm_or_pd(a, b); }
 inline bool any_lane(__m128 m) { return _mm_movemask_ps(m) != 0; }
 inline bool any_lane(__m128d m) { return _mm_movemask_pd(m) != 0; }
 
+// One lane step of either pass: the exact select (kExact), or MAXPS/MINPS noting x's NaN lanes.
+template <bool kMax, bool kExact, class V>
+inline V extreme_step(V a, V x, V& nan) {
+  if constexpr (kExact) {
+    return extreme_lanes<kMax>(a, x);
+  } else {
+    nan = or_lanes(nan, nan_lanes(x));
+    return fast_extreme<kMax>(a, x);
+  }
+}
+
 // Vectors of value type T (float: 4 lanes, double: 2) loaded from inputs of type in_t: the same
 // type, or bfloat16 widened to float exactly (its bits are a float's upper half).
 template <class T> struct SseOf;
@@ -180,7 +191,7 @@ template <> struct SseOf<double> {
 // accumulators (lane l takes elements l, l + 8, ... of its leaf, as in reduce_chunk's scalar
 // loop) as 16 bytes of lanes, the leaves side by side for the pipeline; then each leaf's eight
 // lanes meet in reduce_chunk's tree.
-template <class Op, int kLeaves = 4, class in_t>
+template <class Op, int kLeaves, class in_t>
 void extreme_leaves(const in_t* p, typename Op::acc_t* out) {
   using T = typename Op::value_t;
   using S = SseOf<T>;
@@ -191,26 +202,19 @@ void extreme_leaves(const in_t* p, typename Op::acc_t* out) {
   // kExact = false: the fast pass (returns whether it met a NaN); true: the exact selects.
   const auto fold = [&](auto exact) {
     constexpr bool kExact = decltype(exact)::value;
-    const auto step = [](typename S::V a, typename S::V b) {
-      return kExact ? extreme_lanes<kMax>(a, b) : fast_extreme<kMax>(a, b);
-    };
     typename S::V nan = S::splat(T(0));
     for (int l = 0; l < kLeaves; ++l)
       for (int u = 0; u < kVecs; ++u) v[l][u] = S::splat(Op::identity());
     for (int64_t j = 0; j < kLeaf; j += 8)
       for (int l = 0; l < kLeaves; ++l) {
         if constexpr (std::is_same_v<in_t, T>) {
-          for (int u = 0; u < kVecs; ++u) {
-            const typename S::V x = S::load(p + l * kLeaf + j + u * W);
-            v[l][u] = step(v[l][u], x);
-            if constexpr (!kExact) nan = or_lanes(nan, nan_lanes(x));
-          }
+          for (int u = 0; u < kVecs; ++u)
+            v[l][u] = extreme_step<kMax, kExact>(v[l][u], S::load(p + l * kLeaf + j + u * W), nan);
         } else {  // bfloat16 into float lanes
           typename S::V lo, hi;
           S::load8(p + l * kLeaf + j, lo, hi);
-          v[l][0] = step(v[l][0], lo);
-          v[l][1] = step(v[l][1], hi);
-          if constexpr (!kExact) nan = or_lanes(nan, or_lanes(nan_lanes(lo), nan_lanes(hi)));
+          v[l][0] = extreme_step<kMax, kExact>(v[l][0], lo, nan);
+          v[l][1] = extreme_step<kMax, kExact>(v[l][1], hi, nan);
         }
       }
     return any_lane(nan);
@@ -367,15 +371,8 @@ void reduce_chunk_tile(const in_t* in, int64_t base, int width, const IndexMap& 
           for (int u = 0; u < kTile / W; ++u) v[u] = S::splat(Op::identity());
           for (int64_t j = 0; j < n; ++j, w.advance(red, one)) {
             const in_t* p = in + base + w.offset(red);
-            for (int u = 0; u < kTile / W; ++u) {
-              const typename S::V x = S::load(p + u * W);
-              if constexpr (kExact) {
-                v[u] = extreme_lanes<kMax>(v[u], x);
-              } else {
-                v[u] = fast_extreme<kMax>(v[u], x);
-                nan = or_lanes(nan, nan_lanes(x));
-              }
-            }
+            for (int u = 0; u < kTile / W; ++u)
+              v[u] = extreme_step<kMax, kExact>(v[u], S::load(p + u * W), nan);
           }
           return any_lane(nan);
         };

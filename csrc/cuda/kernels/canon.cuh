@@ -18,9 +18,9 @@
 // memory: RoundLevels), which merges nodes of equal height as they complete: over a power-of-two
 // number of rounds that is again the perfect tree. When there are too few output tiles to fill
 // the GPU, a tile's rounds are cut into splits, each a power-of-two run of rounds at an aligned
-// position (a node of the tree), which the tile's gridDim.y blocks take in turn;
-// each block arrives once, after its last split, and the last to arrive merges the splits' nodes
-// by the same tree (arrive_last), in the same launch.
+// position (a node of the tree), which the tile's gridDim.y blocks take in turn; each block
+// arrives once, after its last split, and the last to arrive merges the splits' nodes by the
+// same tree (arrive_last), in the same launch.
 // Row layouts stage each warp's 32 leaves through shared memory (fold_leaf_staged) so that the
 // loads stay coalesced while every lane folds its own leaf.
 //
@@ -327,7 +327,9 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
   using Stage = LeafStage<in_t>;
   __shared__ acc_t sm[kCanonThreads * kVec];
   __shared__ Vec<in_t, Stage::V> stage[kCanonThreads / 32][Stage::kSlots];
-  __shared__ acc_t round_sm[kCanonSmemLevels][kVec == 1 && sizeof(acc_t) <= 8 ? 32 : 1];
+  // One float output per thread keeps the round counter's low levels in shared memory (below).
+  constexpr bool kSmemRounds = kVec == 1 && sizeof(acc_t) <= 8;
+  __shared__ acc_t round_sm[kCanonSmemLevels][kSmemRounds ? 32 : 1];
   acc_t levels[kVec][kCanonLevels];  // local memory: upper round levels, then the final merge
   const int tid = threadIdx.x;
   const int lane = tid & 31;
@@ -338,7 +340,6 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
   // used from a fresh read of the thread index, so that none of it stays live across the rounds'
   // loop. Columns (kVec > 1) and double sums keep their counters in local memory: the accessor
   // cost them spills inside that loop (reloads at every round).
-  constexpr bool kSmemRounds = kVec == 1 && sizeof(acc_t) <= 8;
   const auto round_levels = [&](int v) {
     if constexpr (kSmemRounds) {
       unsigned t;
@@ -352,6 +353,9 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
   const int64_t M = g.num_outputs, K = g.reduce_len;
   const int last = g.red.ndim - 1;
   const int64_t run = g.red.sizes[last];  // the innermost reduced dim (stride cfg.step if > 0)
+  const auto tile_slots = [&](int64_t tile) {  // the tile's split nodes, [column][split]
+    return partials + tile * (int64_t(X) * kVec) * cfg.splits;
+  };
   const auto store = [&](int64_t o, const acc_t (&r)[kVec]) {
 #pragma unroll
     for (int v = 0; v < kVec; ++v)
@@ -427,7 +431,7 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
       for (int v = 0; v < kVec; ++v) a[v] = counter_result<Op>(round_levels(v), k1 - k0);
     }
     if (cfg.splits > 1) {  // leave this split's node; the tile's last arrival merges them
-      acc_t* slots = partials + tile * (int64_t(X) * kVec) * cfg.splits;  // [column][split]
+      acc_t* slots = tile_slots(tile);
       if (ty == 0) {
 #pragma unroll
         for (int v = 0; v < kVec; ++v) slots[(col + v) * cfg.splits + split] = a[v];
@@ -446,7 +450,7 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
     if (!arrive_last(&counters[blockIdx.x], cfg.splits, left)) return;
     const int64_t tile = blockIdx.x;
     const int64_t o0 = (tile * X + tx) * kVec;
-    const acc_t* slots = partials + tile * (int64_t(X) * kVec) * cfg.splits;
+    const acc_t* slots = tile_slots(tile);
     const int c = cfg.merge_per_thread;
     acc_t a[kVec];
 #pragma unroll
