@@ -106,6 +106,24 @@ def test_cuda_misaligned_views():
                     f"rows of 8, k={k}")
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_cuda_misaligned_whole_leaves(dtype):
+    """Warps of whole leaves that do not start on a 16-byte boundary are staged element by element
+    (fold_leaf_staged_unaligned): full sums (2^24 16-bit elements take two leaves per thread)
+    and rows whose length is a multiple of the leaf, from every misaligned element offset."""
+    n = (1 << 24) + 5 if dtype != torch.float32 else (1 << 22) + 5
+    base = float_data(n + 8, dtype, seed=5).cuda()
+    rows_base = float_data(48 * 4096 + 8, dtype, seed=6).cuda()
+    for k in range(1, 8):
+        view = base[k:k + n]
+        assert_bits(torch.ops.treduce.sum(view), torch.ops.treduce.sum(view.cpu()), f"k={k}")
+        rows = rows_base[k:k + 48 * 4096].view(48, 4096)
+        assert_bits(torch.ops.treduce.sum(rows, [1]), torch.ops.treduce.sum(rows.cpu(), [1]),
+                    f"rows k={k}")
+        assert_bits(torch.ops.treduce.mean(rows, [1]), torch.ops.treduce.mean(rows.cpu(), [1]),
+                    f"mean rows k={k}")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
                          ids=str)
 def test_cuda_step2_views(dtype):
@@ -134,7 +152,8 @@ LAUNCH_CASES = [(((1 << 20) + 17,), None), ((37, 5000), [1]), ((5000, 40), [0]),
 @pytest.mark.parametrize("shape,dims", LAUNCH_CASES, ids=[case_id(c) for c in LAUNCH_CASES])
 def test_cuda_bits_do_not_depend_on_launch_configuration(shape, dims, dtype, monkeypatch):
     """TREDUCE_CANON_LAUNCH forces the block shape (Y leaf lanes of 256 threads), the leaves per
-    thread and round (per = 2 is built for 1- and 2-byte inputs), the blocks per output tile and
+    thread and round (per = 2 is built for 1- and 2-byte inputs: a warp whose lanes' two leaves
+    are whole, aligned and contiguous folds them side by side), the blocks per output tile and
     the rounds per split: they change who computes each node of the tree, never the additions."""
     n = math.prod(shape)
     x = float_data(n, dtype, seed=n).reshape(shape)

@@ -118,57 +118,114 @@ __device__ __forceinline__ void fold_leaf_vec(const in_t* __restrict__ p, int n,
 }
 
 // Staging for leaves of contiguous, 16-byte aligned elements, one warp at a time: the warp's 32
-// leaves (lane l owns the leaf at `leaf`, all of the same length n, a multiple of one piece) are
-// read with coalesced 16-byte loads (each instruction covers whole 128-byte pieces of
-// 32 / kPieceVecs leaves), go through shared memory, and each lane then folds its own leaf in
-// order. With kStep = 2 the leaf's elements are every other element of its n memory elements
-// (a view with a step of 2): the same loads, and the lane folds elements 0, 2, 4, ... of each
-// vector; every sector is read anyway, and the element after the leaf's last shares that
-// element's aligned 16 bytes. A leaf is staged in n / (kPieceVecs * V) phases of one piece; `stage` holds the
-// warp's 32 pieces, the vectors of piece P at slots P * kPieceVecs + (v ^ (P % kPieceVecs)),
-// which keeps both the stores and the loads free of bank conflicts (for kPieceVecs = 8). Each
+// lanes' leaves (lane l owns kL adjacent leaves from `leaf`, each n memory elements long, n the
+// same on every lane and a multiple of kPieceVecs / kL vectors) are read with coalesced 16-byte
+// loads (each instruction covers whole pieces of 32 / kPieceVecs lanes: kPieceVecs / kL vectors
+// of each of their leaves), go through shared memory, and each lane then folds its own leaves in
+// order, the kL leaves side by side: kL independent chains of dependent additions (one leaf's
+// fold is a chain of 4-cycle additions; NOTES step 24). With kStep = 2 a leaf's elements are
+// every other element of its n memory elements (a view with a step of 2): the same loads, and
+// the lane folds elements 0, 2, 4, ... of each vector; every sector is read anyway, and the
+// element after the leaf's last shares that element's aligned 16 bytes. `stage` holds the warp's
+// 32 pieces in rows of kRow = kPieceVecs + 1 vectors (lane l's row: l * kRow): with the odd row
+// length eight consecutive lanes meet eight different bank groups both when they store one
+// piece and when they read their own rows, and every address is a base plus a constant. Each
 // loading lane fetches its pieces' leaf addresses from the owning lanes by shuffle.
 template <class in_t>
 struct LeafStage {
   static constexpr int V = vec_width<in_t>();
   static constexpr int kLeafVecs = kCanonLeaf / V;
   static constexpr int kPieceVecs = kLeafVecs < 8 ? kLeafVecs : 8;
-  static constexpr int kPiece = kPieceVecs * V;   // elements per piece
-  static constexpr int kSlots = 32 * kPieceVecs;  // 16-byte slots per warp
+  static constexpr int kPiece = kPieceVecs * V;  // elements per piece
+  static constexpr int kRow = kPieceVecs + 1;
+  static constexpr int kSlots = 32 * kRow;       // 16-byte slots per warp
+  // The warp's stage also holds fold_leaf_staged_unaligned's 32 rows of 33 4-byte values.
+  static constexpr int kUnalignedRow = 33;
+  static constexpr int kUnalignedVecs = (32 * kUnalignedRow * 4 + 15) / 16;
+  static constexpr int kStageVecs = kSlots > kUnalignedVecs ? kSlots : kUnalignedVecs;
 };
 
-template <class Op, class in_t, int kStep = 1>
+template <class Op, class in_t, int kStep = 1, int kL = 1>
 __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int lane,
                                                  Vec<in_t, vec_width<in_t>()>* stage,
-                                                 typename Op::acc_t& a) {
+                                                 typename Op::acc_t (&a)[kL]) {
   using S = LeafStage<in_t>;
   using value_t = typename Op::value_t;
   using VecT = Vec<in_t, S::V>;
   constexpr int P = S::kPieceVecs;
-  const in_t* src[P];  // the leaf each of this lane's loads reads from
+  constexpr int PL = P / kL;  // vectors of each of a lane's leaves per phase
+  static_assert(PL * kL == P, "a piece splits evenly between the leaves");
+  const in_t* src[P];  // the owner of the piece that each of this lane's loads reads
 #pragma unroll
   for (int u = 0; u < P; ++u)
     src[u] = reinterpret_cast<const in_t*>(
         __shfl_sync(kFullMask, reinterpret_cast<uintptr_t>(leaf), (u * 32 + lane) / P));
-  for (int ph = 0; ph < n; ph += S::kPiece) {
+  // Load u of this lane: vector w = lane % P of piece u * 32 / P + lane / P, that is vector
+  // w % PL of the owner's leaf w / PL.
+  const int w = lane % P;
+  const int64_t lane_off = (w / PL) * int64_t(n) + (w % PL) * S::V;
+  VecT* const put = stage + (lane / P) * S::kRow + w;
+  const VecT* const get = stage + lane * S::kRow;
+  for (int ph = 0; ph < n; ph += PL * S::V) {
     VecT x[P];  // 32 pieces x P vectors over 32 lanes: P loads each
 #pragma unroll
-    for (int u = 0; u < P; ++u)
-      x[u] = *reinterpret_cast<const VecT*>(src[u] + ph + ((u * 32 + lane) % P) * S::V);
+    for (int u = 0; u < P; ++u) x[u] = *reinterpret_cast<const VecT*>(src[u] + lane_off + ph);
 #pragma unroll
-    for (int u = 0; u < P; ++u) {
-      const int f = u * 32 + lane;
-      const int piece = f / P, vec = f % P;
-      stage[piece * P + (vec ^ (piece % P))] = x[u];
-    }
+    for (int u = 0; u < P; ++u) put[u * (32 / P) * S::kRow] = x[u];
     __syncwarp();
 #pragma unroll
-    for (int v = 0; v < P; ++v) {
-      const VecT y = stage[lane * P + (v ^ (lane % P))];
+    for (int v = 0; v < PL; ++v) {
+      VecT y[kL];
 #pragma unroll
-      for (int e = 0; e < S::V; e += kStep) a = Op::reduce(a, to_acc<value_t>(y.v[e]));
+      for (int l = 0; l < kL; ++l) y[l] = get[l * PL + v];
+#pragma unroll
+      for (int e = 0; e < S::V; e += kStep)
+#pragma unroll
+        for (int l = 0; l < kL; ++l) a[l] = Op::reduce(a[l], to_acc<value_t>(y[l].v[e]));
     }
     __syncwarp();  // the next phase overwrites the stage
+  }
+}
+
+// Staging for the 32 whole leaves of a warp (contiguous elements, lane u's leaf at `leaf` on
+// lane u) that do not start on a 16-byte boundary (a view such as x[1:]), for inputs of at most
+// 4 bytes: a phase stages elements ph .. ph + 31 of every leaf, instruction u reading them from
+// lane u's leaf with one coalesced element load per lane, converted to the value type and stored
+// in rows of kUnalignedRow = 33 (free of bank conflicts both ways); each lane then folds its own
+// row in order. The same additions as fold_leaf; without it each lane read its leaf element by
+// element, 32 cache lines per warp load (the L1 takes a wavefront per line: 1 TB/s; NOTES step
+// 21). With `spacing` > 0 (warp-uniform) lane u's leaf is lane 0's plus u * spacing (full sums,
+// rows of one output per warp); with 0 each load fetches its leaf's address by shuffle (rows of
+// several outputs per warp).
+template <class Op, class in_t>
+__device__ __forceinline__ void fold_leaf_staged_unaligned(const in_t* leaf, int64_t spacing,
+                                                           int lane, float* stage,
+                                                           typename Op::acc_t& a) {
+  using value_t = typename Op::value_t;
+  if constexpr (sizeof(value_t) == 4 && sizeof(in_t) <= 4) {  // (callers check it)
+    constexpr int kRow = LeafStage<in_t>::kUnalignedRow;
+    constexpr int kBatch = 16;  // loads in flight per lane
+    const auto leaf_of = [&](int u) {
+      return reinterpret_cast<const in_t*>(
+          __shfl_sync(kFullMask, reinterpret_cast<uintptr_t>(leaf), u));
+    };
+    const in_t* const leaf0 = leaf_of(0);
+#pragma unroll 1
+    for (int ph = 0; ph < kCanonLeaf; ph += 32) {
+#pragma unroll
+      for (int u0 = 0; u0 < 32; u0 += kBatch) {
+        in_t x[kBatch];
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u)
+          x[u] = (spacing > 0 ? leaf0 + (u0 + u) * spacing : leaf_of(u0 + u))[ph + lane];
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) stage[(u0 + u) * kRow + lane] = to_acc<value_t>(x[u]);
+      }
+      __syncwarp();
+#pragma unroll
+      for (int j = 0; j < 32; ++j) a = Op::reduce(a, stage[lane * kRow + j]);
+      __syncwarp();  // the next phase overwrites the stage
+    }
   }
 }
 
@@ -308,10 +365,22 @@ __global__ void __launch_bounds__(kPairThreads)
   }
 }
 
+// One leaf of a thread (canon_kernel): its length, and for a leaf inside one run of elements
+// cfg.step apart its first element and whether it starts on a 16-byte boundary with a whole
+// number of vectors.
+template <class in_t>
+struct LeafAt {
+  const in_t* p;
+  int n;
+  bool in_run, vec;
+};
+
 // Leaves per thread and round that canon_kernel<..., kVec = 1, kPer> is built with: 2 for 1- and
-// 2-byte inputs, whose leaf is one staged piece (one phase), so that the tree and its barriers
-// weighed twice as much per byte as for float32 (measured: float16 full sums +12%, float32 none,
-// float32 rows -3%; NOTES step 16); 1 otherwise.
+// 2-byte inputs, 1 otherwise. Two leaves per round halve the tree's and the barriers' cost per
+// element (float16 full sums +12%, NOTES step 16), and a warp whose lanes' leaf pairs are whole,
+// aligned and contiguous folds both side by side: two chains of dependent additions per thread
+// instead of one (+7%, step 24). Float32 measured 33% slower with two leaves side by side: each
+// phase then reads a quarter of every 256-byte leaf pair region (step 24).
 template <class in_t>
 constexpr int canon_per() {
   return sizeof(in_t) <= 2 ? 2 : 1;
@@ -326,7 +395,7 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
   using acc_t = typename Op::acc_t;
   using Stage = LeafStage<in_t>;
   __shared__ acc_t sm[kCanonThreads * kVec];
-  __shared__ Vec<in_t, Stage::V> stage[kCanonThreads / 32][Stage::kSlots];
+  __shared__ Vec<in_t, Stage::V> stage[kCanonThreads / 32][Stage::kStageVecs];
   // One float output per thread keeps the round counter's low levels in shared memory (below).
   constexpr bool kSmemRounds = kVec == 1 && sizeof(acc_t) <= 8;
   __shared__ acc_t round_sm[kCanonSmemLevels][kSmemRounds ? 32 : 1];
@@ -340,6 +409,12 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
   // used from a fresh read of the thread index, so that none of it stays live across the rounds'
   // loop. Columns (kVec > 1) and double sums keep their counters in local memory: the accessor
   // cost them spills inside that loop (reloads at every round).
+  constexpr bool kStageUnaligned =
+      sizeof(in_t) <= 4 && sizeof(typename Op::value_t) == 4;  // fold_leaf_staged_unaligned
+  const auto shfl_ptr = [](const in_t* q, int src) {
+    return reinterpret_cast<const in_t*>(
+        __shfl_sync(kFullMask, reinterpret_cast<uintptr_t>(q), src));
+  };
   const auto round_levels = [&](int v) {
     if constexpr (kSmemRounds) {
       unsigned t;
@@ -377,45 +452,85 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
     const int64_t o0 = (tile * X + tx) * kVec;  // M % kVec == 0 when kVec > 1
     const bool active = o0 < M;
     const in_t* __restrict__ p = in + (active ? g.kept.in_offset(o0) : 0);
+    // Leaf q's length (0 past the end or for an inactive output lane), and for leaves inside
+    // one run of elements cfg.step apart their address and whether it is aligned (then the leaf
+    // spans n * step memory elements).
+    const auto leaf_len = [&](int64_t q) {
+      const int64_t r0 = q * kCanonLeaf;
+      return !active || q >= cfg.leaves
+                 ? 0
+                 : static_cast<int>(K - r0 < kCanonLeaf ? K - r0 : kCanonLeaf);
+    };
+    const auto locate = [&](int64_t q) {
+      LeafAt<in_t> l{p, leaf_len(q), false, false};
+      const int64_t r0 = q * kCanonLeaf;
+      if (cfg.step > 0 && l.n > 0 && (g.red.ndim == 1 || (r0 % run) + l.n <= run)) {
+        l.in_run = true;
+        l.p = p + (g.red.ndim == 1 ? r0 * cfg.step : g.red.in_offset(r0));
+        l.vec = (reinterpret_cast<uintptr_t>(l.p) & 15) == 0 &&
+                l.n * cfg.step % vec_width<in_t>() == 0;
+      }
+      return l;
+    };
     acc_t a[kVec];
     for (int64_t k = k0; k < k1; ++k) {  // block-uniform bounds: tree_over_y synchronises
       // This thread's kPer (= cfg.per) adjacent leaves (2: leaves 2q and 2q + 1, merged first:
       // their node of the tree), each folded in order.
       static_assert(kPer == 1 || kVec == 1, "two leaves per thread only for one output");
+      bool paired = false;
+      if constexpr (kPer == 2) {
+        // Both leaves side by side when the warp's 64 leaves are aligned runs of one length (a
+        // multiple of a piece) and each lane's two are contiguous: two independent chains of
+        // dependent additions instead of one after the other (NOTES step 24).
+        const int64_t q = (k * Y + ty) * 2;
+        const LeafAt<in_t> l0 = locate(q), l1 = locate(q + 1);
+        const int n0 = __shfl_sync(kFullMask, l0.n, 0);
+        if (__all_sync(kFullMask, l0.vec && l1.vec && l0.n == n0 && l1.n == n0 &&
+                                      l1.p == l0.p + n0 * cfg.step) &&
+            n0 * cfg.step % (Stage::kPiece / 2) == 0) {
+          acc_t b[2] = {Op::identity(), Op::identity()};
+          if (cfg.step == 1)
+            fold_leaf_staged<Op, in_t, 1, 2>(l0.p, n0, lane, stage[tid >> 5], b);
+          else
+            fold_leaf_staged<Op, in_t, 2, 2>(l0.p, 2 * n0, lane, stage[tid >> 5], b);
+          a[0] = Op::combine(b[0], b[1]);
+          paired = true;
+        }
+      }
 #pragma unroll 1
-      for (int j = 0; j < kPer; ++j) {
+      for (int j = 0; j < (paired ? 0 : kPer); ++j) {
         acc_t b[kVec];
 #pragma unroll
         for (int v = 0; v < kVec; ++v) b[v] = Op::identity();
         const int64_t q = (k * Y + ty) * kPer + j;  // the leaf
-        const int64_t r0 = q * kCanonLeaf;
-        const int n = !active || q >= cfg.leaves
-                          ? 0
-                          : static_cast<int>(K - r0 < kCanonLeaf ? K - r0 : kCanonLeaf);
         if constexpr (kVec == 1) {
-          // Leaves inside one run of elements cfg.step apart: their address, and whether it is
-          // aligned (then the leaf spans n * step memory elements).
-          bool vec = false;
-          const in_t* leaf = p;
-          if (cfg.step > 0 && n > 0 && (g.red.ndim == 1 || (r0 % run) + n <= run)) {
-            leaf = p + (g.red.ndim == 1 ? r0 * cfg.step : g.red.in_offset(r0));
-            vec = (reinterpret_cast<uintptr_t>(leaf) & 15) == 0 &&
-                  n * cfg.step % vec_width<in_t>() == 0;
-          }
+          const LeafAt<in_t> l = locate(q);
+          const int n = l.n;
           // A warp whose 32 leaves are aligned runs of one length (a multiple of a piece)
           // stages them.
           const int n0 = __shfl_sync(kFullMask, n, 0);
-          if (__all_sync(kFullMask, vec && n == n0) && n0 * cfg.step % Stage::kPiece == 0) {
+          // Lane 0's leaf, from every lane (the shuffle must not sit behind a short circuit: a
+          // first version did, and hung whenever some lanes' leaves were partial).
+          const in_t* leaf0 = kStageUnaligned ? shfl_ptr(l.p, 0) : l.p;
+          if (__all_sync(kFullMask, l.vec && n == n0) && n0 * cfg.step % Stage::kPiece == 0) {
             if (cfg.step == 1)
-              fold_leaf_staged<Op>(leaf, n0, lane, stage[tid >> 5], b[0]);
+              fold_leaf_staged<Op>(l.p, n0, lane, stage[tid >> 5], b);
             else
-              fold_leaf_staged<Op, in_t, 2>(leaf, 2 * n0, lane, stage[tid >> 5], b[0]);
-          } else if (vec && cfg.step == 1)
-            fold_leaf_vec<Op>(leaf, n, b[0]);
+              fold_leaf_staged<Op, in_t, 2>(l.p, 2 * n0, lane, stage[tid >> 5], b);
+          } else if (kStageUnaligned && cfg.step == 1 &&
+                     __all_sync(kFullMask, l.in_run && n == kCanonLeaf)) {
+            // Whole leaves, not 16-byte aligned: kPer * kCanonLeaf elements apart, or anywhere.
+            constexpr int64_t kSpacing = kPer * kCanonLeaf;
+            const bool uniform = __all_sync(kFullMask, l.p == leaf0 + lane * kSpacing);
+            fold_leaf_staged_unaligned<Op>(l.p, uniform ? kSpacing : 0, lane,
+                                           reinterpret_cast<float*>(stage[tid >> 5]), b[0]);
+          } else if (l.vec && cfg.step == 1)
+            fold_leaf_vec<Op>(l.p, n, b[0]);
           else if (n > 0)
-            fold_leaf<Op, in_t, 1>(p, g.red, cfg.one, r0, n, b);
+            fold_leaf<Op, in_t, 1>(p, g.red, cfg.one, q * kCanonLeaf, n, b);
         } else {
-          if (n > 0) fold_leaf<Op, in_t, kVec>(p, g.red, cfg.one, r0, n, b);
+          const int n = leaf_len(q);
+          if (n > 0) fold_leaf<Op, in_t, kVec>(p, g.red, cfg.one, q * kCanonLeaf, n, b);
         }
 #pragma unroll
         for (int v = 0; v < kVec; ++v) a[v] = j == 0 ? b[v] : Op::combine(a[v], b[v]);
