@@ -481,8 +481,9 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
       bool paired = false;
       if constexpr (kPer == 2) {
         // Both leaves side by side when the warp's 64 leaves are aligned runs of one length (a
-        // multiple of a piece) and each lane's two are contiguous: two independent chains of
-        // dependent additions instead of one after the other (NOTES step 24).
+        // multiple of half a piece: each phase stages half a piece of each) and each lane's two
+        // are contiguous: two independent chains of dependent additions instead of one after
+        // the other (NOTES step 24).
         const int64_t q = (k * Y + ty) * 2;
         const LeafAt<in_t> l0 = locate(q), l1 = locate(q + 1);
         const int n0 = __shfl_sync(kFullMask, l0.n, 0);
