@@ -198,9 +198,9 @@ __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int la
 // in rows of kUnalignedRow = 33 (free of bank conflicts both ways); each lane then folds its own
 // row in order. The same additions as fold_leaf; without it each lane read its leaf element by
 // element, 32 cache lines per warp load (the L1 takes a wavefront per line: 1 TB/s; NOTES step
-// 21). With `spacing` > 0 (warp-uniform) lane u's leaf is lane 0's plus u * spacing (full sums,
-// rows of one output per warp); with 0 each load fetches its leaf's address by shuffle (rows of
-// several outputs per warp).
+// 21). When lane u's leaf is lane 0's plus u * spacing on every lane (full sums, rows of one
+// output per warp) the addresses come from lane 0's; otherwise each load fetches its leaf's
+// address by shuffle (rows of several outputs per warp).
 template <class Op, class in_t>
 __device__ __forceinline__ void fold_leaf_staged_unaligned(const in_t* leaf, int64_t spacing,
                                                            int lane, float* stage,
@@ -225,8 +225,8 @@ __device__ __forceinline__ void fold_leaf_staged_unaligned(const in_t* leaf, int
         __syncwarp();  // the next phase overwrites the stage
       }
     };
-    if (spacing > 0) {  // the shuffles once, outside the loop
-      const in_t* const leaf0 = leaf_of(0);
+    const in_t* const leaf0 = leaf_of(0);
+    if (__all_sync(kFullMask, leaf == leaf0 + lane * spacing)) {  // one shuffle, outside the loop
       phases([&](int u) { return leaf0 + u * spacing; });
     } else {
       phases(leaf_of);
@@ -511,9 +511,6 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
           // A warp whose 32 leaves are aligned runs of one length (a multiple of a piece)
           // stages them.
           const int n0 = __shfl_sync(kFullMask, n, 0);
-          // Lane 0's leaf, from every lane (the shuffle must not sit behind a short circuit: a
-          // first version did, and hung whenever some lanes' leaves were partial).
-          const in_t* leaf0 = kStageUnaligned ? shfl_ptr(l.p, 0) : l.p;
           if (__all_sync(kFullMask, l.vec && n == n0) && n0 * cfg.step % Stage::kPiece == 0) {
             if (cfg.step == 1)
               fold_leaf_staged<Op>(l.p, n0, lane, stage[tid >> 5], b);
@@ -521,10 +518,9 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
               fold_leaf_staged<Op, in_t, 2>(l.p, 2 * n0, lane, stage[tid >> 5], b);
           } else if (kStageUnaligned && cfg.step == 1 &&
                      __all_sync(kFullMask, l.in_run && n == kCanonLeaf)) {
-            // Whole leaves, not 16-byte aligned: kPer * kCanonLeaf elements apart, or anywhere.
-            constexpr int64_t kSpacing = kPer * kCanonLeaf;
-            const bool uniform = __all_sync(kFullMask, l.p == leaf0 + lane * kSpacing);
-            fold_leaf_staged_unaligned<Op>(l.p, uniform ? kSpacing : 0, lane,
+            // Whole leaves, not 16-byte aligned (the condition is warp-uniform, so every lane
+            // enters: the function shuffles), kPer * kCanonLeaf elements apart or anywhere.
+            fold_leaf_staged_unaligned<Op>(l.p, kPer * kCanonLeaf, lane,
                                            reinterpret_cast<float*>(stage[tid >> 5]), b[0]);
           } else if (l.vec && cfg.step == 1)
             fold_leaf_vec<Op>(l.p, n, b[0]);
