@@ -429,9 +429,10 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
   const int64_t M = g.num_outputs, K = g.reduce_len;
   const int last = g.red.ndim - 1;
   const int64_t run = g.red.sizes[last];  // the innermost reduced dim (stride cfg.step if > 0)
-  const auto tile_slots = [&](int64_t tile) {  // the tile's split nodes, [column][split]
-    return partials + tile * (int64_t(X) * kVec) * cfg.splits;
-  };
+  // The tile's split nodes, [split][column]: a split's nodes are one contiguous row, so that
+  // the stores and the final merge's loads (output lanes tx side by side) are coalesced.
+  const int tile_cols = X * kVec;
+  const auto tile_slots = [&](int64_t tile) { return partials + tile * tile_cols * cfg.splits; };
   const auto store = [&](int64_t o, const acc_t (&r)[kVec]) {
 #pragma unroll
     for (int v = 0; v < kVec; ++v)
@@ -547,7 +548,7 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
       acc_t* slots = tile_slots(tile);
       if (ty == 0) {
 #pragma unroll
-        for (int v = 0; v < kVec; ++v) slots[(col + v) * cfg.splits + split] = a[v];
+        for (int v = 0; v < kVec; ++v) slots[int64_t(split) * tile_cols + col + v] = a[v];
       }
       continue;
     }
@@ -565,17 +566,32 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
     const int64_t o0 = (tile * X + tx) * kVec;
     const acc_t* slots = tile_slots(tile);
     const int c = cfg.merge_per_thread;
+    // kB nodes of each output loaded at a time, all in flight, then pushed in order (one load
+    // and push at a time waited for L2 once per node: NOTES step 29).
+    constexpr int kB = kVec == 1 ? 8 : 4;
     acc_t a[kVec];
+#pragma unroll 1
+    for (int i0 = 0; i0 < c; i0 += kB) {
+      acc_t x[kB][kVec];
 #pragma unroll
-    for (int v = 0; v < kVec; ++v) {
-      for (int i = 0; i < c; ++i) {
-        const int sp = ty * c + i;
-        const acc_t x = sp < cfg.splits ? load_cg(slots + (col + v) * cfg.splits + sp)
-                                        : Op::identity();
-        counter_push<Op>(LocalLevels<acc_t>{levels[v]}, x, i);
+      for (int b = 0; b < kB; ++b) {
+        const int sp = ty * c + i0 + b;
+#pragma unroll
+        for (int v = 0; v < kVec; ++v)
+          x[b][v] = i0 + b < c && sp < cfg.splits
+                        ? load_cg(slots + int64_t(sp) * tile_cols + col + v)
+                        : Op::identity();
       }
-      a[v] = counter_result<Op>(LocalLevels<acc_t>{levels[v]}, c);
+#pragma unroll
+      for (int b = 0; b < kB; ++b) {
+        if (i0 + b >= c) break;
+#pragma unroll
+        for (int v = 0; v < kVec; ++v)
+          counter_push<Op>(LocalLevels<acc_t>{levels[v]}, x[b][v], i0 + b);
+      }
     }
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) a[v] = counter_result<Op>(LocalLevels<acc_t>{levels[v]}, c);
     tree_over_y<Op, kVec>(a, X, Y, tid, sm);
     if (ty == 0 && o0 < M) store(o0, a);
   }

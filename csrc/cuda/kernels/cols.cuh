@@ -78,6 +78,13 @@ constexpr int cols_min_blocks() {
   return sizeof(typename Op::acc_t) * kVec <= 32 ? 4 : 1;
 }
 
+// Splits per batch of the final merge: kS * kVec partials (about 64 bytes per thread) in flight.
+template <class acc_t, int kVec>
+constexpr int cols_merge_batch() {
+  constexpr int s = 64 / (kVec * static_cast<int>(sizeof(acc_t)));
+  return s > 1 ? s : 1;
+}
+
 template <class Op, class in_t, class out_t, int kVec>
 __global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, kVec>())
     cols_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
@@ -135,20 +142,36 @@ __global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, kVec>())
     column_reduce<Op, kVec>(acc, smem, CX, tx, ty, /*neighbours=*/true);
 
     if (cfg.splits > 1) {  // leave this block's values; the tile's last block combines them
-      acc_t* slots = partials + tile * tile_cols * cfg.splits;  // [column][split]
+      // [split][column]: a split's values are one contiguous row, so that both the stores and
+      // the final merge's loads (lanes tx across neighbouring columns) are coalesced.
+      acc_t* slots = partials + tile * tile_cols * cfg.splits;
       if (ty == 0 && tx < CX) {
 #pragma unroll
         for (int j = 0; j < kVec; ++j)
-          slots[(j * CX + tx) * cfg.splits + split] = smem[0][j * CX + tx];
+          slots[int64_t(split) * tile_cols + j * CX + tx] = smem[0][j * CX + tx];
       }
       if (!arrive_last(&counters[tile], cfg.splits)) continue;
-      if (tx < CX) {
+      if (tx < CX) {  // thread (tx, ty) folds splits ty, ty + 8, ... of its kVec columns in order
+        constexpr int kS = cols_merge_batch<acc_t, kVec>();
 #pragma unroll
-        for (int j = 0; j < kVec; ++j) {  // thread (tx, ty) folds splits ty, ty + 8, ...
-          const acc_t* slot = slots + (j * CX + tx) * cfg.splits;
-          acc_t v = Op::identity();
-          for (int s = ty; s < cfg.splits; s += kColsY) v = Op::combine(v, load_cg(slot + s));
-          acc[j] = v;
+        for (int j = 0; j < kVec; ++j) acc[j] = Op::identity();
+        int s = ty;
+        for (; s + (kS - 1) * kColsY < cfg.splits; s += kS * kColsY) {  // kS * kVec loads in flight
+          acc_t x[kS][kVec];
+#pragma unroll
+          for (int u = 0; u < kS; ++u)
+#pragma unroll
+            for (int j = 0; j < kVec; ++j)
+              x[u][j] = load_cg(slots + int64_t(s + u * kColsY) * tile_cols + j * CX + tx);
+#pragma unroll
+          for (int u = 0; u < kS; ++u)
+#pragma unroll
+            for (int j = 0; j < kVec; ++j) acc[j] = Op::combine(acc[j], x[u][j]);
+        }
+        for (; s < cfg.splits; s += kColsY) {
+#pragma unroll
+          for (int j = 0; j < kVec; ++j)
+            acc[j] = Op::combine(acc[j], load_cg(slots + int64_t(s) * tile_cols + j * CX + tx));
         }
       }
       column_reduce<Op, kVec>(acc, smem, CX, tx, ty, /*neighbours=*/false);

@@ -394,11 +394,13 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     while (rps * 2 * blocks * 8 <= c.rounds) rps *= 2;
   else
     while (rps < c.rounds) rps *= 2;
-  // The final merge reads c = S / Y nodes per thread in sequence: keep c at most 8 (measured:
-  // 64 per thread made narrow columns and NHWC statistics 1.7-2x slower, bench run 10), unless
-  // a test forces the rounds per split.
+  // The final merge reads c = S / Y nodes per thread: keep c at most kMergePerThread (64 per
+  // thread made narrow columns and NHWC statistics 1.7-2x slower in bench run 10, one load at a
+  // time; with the nodes in batches and coalesced, 16 made them 1.2x faster than 8: NOTES step
+  // 29), unless a test forces the rounds per split.
+  constexpr int64_t kMergePerThread = 16;
   if (ov.rounds == 0)
-    while (rps < c.rounds && ceil_div(c.rounds, rps) > int64_t(c.Y) * 8) rps *= 2;
+    while (rps < c.rounds && ceil_div(c.rounds, rps) > int64_t(c.Y) * kMergePerThread) rps *= 2;
   constexpr int64_t kMaxRounds = int64_t(1) << (kCanonLevels - 1);
   rps = std::min(rps, kMaxRounds);
   c.splits = static_cast<int>(std::min<int64_t>(ceil_div(c.rounds, rps), INT32_MAX));
