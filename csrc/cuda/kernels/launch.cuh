@@ -365,49 +365,85 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
           : ov.per > 0                         ? ov.per
           : M * c.leaves >= 2 * wave_threads   ? 2
                                                : 1;
-  // Leaf lanes: as many as an output has leaves per round, up to the whole block; column layouts
-  // put at least their output lanes side by side (up to 32). Taking at most the leaves also for
-  // columns keeps every lane busy where an output has few leaves: (1024, 1024, 2) over dim 1 (16
-  // leaves per output) ran 2 output lanes x 128 leaf lanes, 1/8 of them busy, 22.4 µs; 16 x 16
-  // took 12.8 µs (NOTES step 24).
-  c.X = kCanonThreads / next_pow2(std::min<int64_t>(kCanonThreads, ceil_div(c.leaves, c.per)));
-  if (columns)
-    c.X = std::max(c.X, std::min(32, next_pow2(ceil_div(g.kept.sizes[g.kept.ndim - 1], lc.vec))));
-  if (ov.y > 0) c.X = kCanonThreads / ov.y;
-  c.Y = kCanonThreads / c.X;
-  c.rounds = ceil_div(c.leaves, int64_t(c.Y) * c.per);
-  c.tiles = ceil_div(M, int64_t(c.X) * lc.vec);
+  const int x_leaves =
+      kCanonThreads / next_pow2(std::min<int64_t>(kCanonThreads, ceil_div(c.leaves, c.per)));
+  const int x_columns =
+      columns ? std::min(32, next_pow2(ceil_div(g.kept.sizes[g.kept.ndim - 1], lc.vec))) : 1;
   const int64_t inner_stride = g.red.in_strides[g.red.ndim - 1];
   c.step = inner_stride == 1 || inner_stride == 2 ? static_cast<int>(inner_stride) : 0;
   c.one = step_digits(g.red, 1);
   const int64_t target = int64_t(sm_count) * canon_blocks_per_sm<Op, in_t, out_t>(lc.vec, c.per);
-  // Blocks per tile, as for the other kernels; then splits of a power-of-two number of rounds
-  // (nodes of the tree), about eight per block so that the blocks' shares stay even.
-  int64_t blocks = ov.splits > 0 ? ov.splits : choose_splits(c.tiles, c.rounds, 1, target);
-  blocks = std::max<int64_t>(1, std::min({blocks, c.rounds, kMaxSplits}));
-  const bool countable = c.tiles <= kCounterCapacity;  // split tiles need a counter each
-  if (!countable) blocks = 1;
-  int64_t rps = 1;
-  if (ov.rounds > 0 && countable)
-    rps = ov.rounds;
-  else if (blocks > 1)
-    while (rps * 2 * blocks * 8 <= c.rounds) rps *= 2;
-  else
-    while (rps < c.rounds) rps *= 2;
-  // The final merge reads c = S / Y nodes per thread: keep c at most kMergePerThread (64 per
-  // thread made narrow columns and NHWC statistics 1.7-2x slower in bench run 10, one load at a
-  // time; with the nodes in batches and coalesced, 16 made them 1.2x faster than 8: NOTES step
-  // 29), unless a test forces the rounds per split.
-  constexpr int64_t kMergePerThread = 16;
-  if (ov.rounds == 0)
-    while (rps < c.rounds && ceil_div(c.rounds, rps) > int64_t(c.Y) * kMergePerThread) rps *= 2;
-  constexpr int64_t kMaxRounds = int64_t(1) << (kCanonLevels - 1);
-  rps = std::min(rps, kMaxRounds);
-  c.splits = static_cast<int>(std::min<int64_t>(ceil_div(c.rounds, rps), INT32_MAX));
-  c.rounds_per_split = rps;
-  lc.ok = c.splits == 1 || countable;
-  blocks = std::min<int64_t>(blocks, c.splits);
-  c.merge_per_thread = next_pow2(ceil_div(c.splits, c.Y));
+  // The rest of the configuration for X output lanes: Y, rounds, tiles, then blocks per tile as
+  // for the other kernels, and splits of a power-of-two number of rounds (nodes of the tree),
+  // about eight per block so that the blocks' shares stay even. Returns the blocks per tile.
+  const auto shape = [&](int X) {
+    c.X = X;
+    c.Y = kCanonThreads / c.X;
+    c.rounds = ceil_div(c.leaves, int64_t(c.Y) * c.per);
+    c.tiles = ceil_div(M, int64_t(c.X) * lc.vec);
+    int64_t blocks = ov.splits > 0 ? ov.splits : choose_splits(c.tiles, c.rounds, 1, target);
+    blocks = std::max<int64_t>(1, std::min({blocks, c.rounds, kMaxSplits}));
+    const bool countable = c.tiles <= kCounterCapacity;  // split tiles need a counter each
+    if (!countable) blocks = 1;
+    int64_t rps = 1;
+    if (ov.rounds > 0 && countable)
+      rps = ov.rounds;
+    else if (blocks > 1)
+      while (rps * 2 * blocks * 8 <= c.rounds) rps *= 2;
+    else
+      while (rps < c.rounds) rps *= 2;
+    // The final merge reads c = S / Y nodes per thread: keep c at most kMergePerThread (64 per
+    // thread made narrow columns and NHWC statistics 1.7-2x slower in bench run 10, one load at
+    // a time; with the nodes in batches and coalesced, 16 made them 1.2x faster than 8: NOTES
+    // step 29), unless a test forces the rounds per split.
+    constexpr int64_t kMergePerThread = 16;
+    if (ov.rounds == 0)
+      while (rps < c.rounds && ceil_div(c.rounds, rps) > int64_t(c.Y) * kMergePerThread)
+        rps *= 2;
+    constexpr int64_t kMaxRounds = int64_t(1) << (kCanonLevels - 1);
+    rps = std::min(rps, kMaxRounds);
+    c.splits = static_cast<int>(std::min<int64_t>(ceil_div(c.rounds, rps), INT32_MAX));
+    c.rounds_per_split = rps;
+    lc.ok = c.splits == 1 || countable;
+    c.merge_per_thread = next_pow2(ceil_div(c.splits, c.Y));
+    return std::min<int64_t>(blocks, c.splits);
+  };
+  // Output lanes: as many as an output has leaves per round allow (x_leaves), and column layouts
+  // at least their outputs side by side, up to 32 (x_columns). Taking at most the leaves also
+  // for columns keeps every lane busy where an output has few leaves: (1024, 1024, 2) over dim 1
+  // (16 leaves per output) ran 2 output lanes x 128 leaf lanes, 1/8 of them busy, 22.4 µs;
+  // 16 x 16 took 12.8 µs (NOTES step 24).
+  int X = ov.y > 0 ? kCanonThreads / ov.y : std::max(x_leaves, x_columns);
+  if (ov.y == 0 && lc.vec > 1) {
+    // Columns read 16 bytes per output lane: fewer lanes (down to 8, 128-byte segments) give
+    // more tiles and fewer splits per tile. Take the X whose estimated makespan (rounds of the
+    // busiest block, times the waves of blocks) is least, then the fewest merged nodes per
+    // thread, then the most lanes: narrow columns (262144, 128) and NHWC statistics 1.25-1.34x
+    // faster with 8 lanes than with 32, columns (16384, 16384) 1.16x slower (512 tiles of 8
+    // rounds: 1.3 waves) (NOTES step 31).
+    int64_t best_cost = -1, best_merge = 0;
+    int best_x = X;
+    for (int x = X; x >= std::max(8, x_leaves); x /= 2) {
+      const int64_t blocks = shape(x);
+      int64_t grid, busiest;  // blocks, and rounds of the busiest block
+      if (c.splits > 1) {
+        grid = c.tiles * blocks;
+        busiest = ceil_div(c.splits, blocks) * c.rounds_per_split;
+      } else {
+        grid = std::min(c.tiles, target * kGridCapWaves);
+        busiest = ceil_div(c.tiles, grid) * c.rounds;
+      }
+      const int64_t cost = ceil_div(grid, target) * busiest;
+      if (best_cost < 0 || cost < best_cost ||
+          (cost == best_cost && c.merge_per_thread < best_merge)) {
+        best_cost = cost;
+        best_merge = c.merge_per_thread;
+        best_x = x;
+      }
+    }
+    X = best_x;
+  }
+  const int64_t blocks = shape(X);
   lc.block = dim3(kCanonThreads);
   lc.grid = dim3(static_cast<unsigned>(c.splits > 1 ? c.tiles
                                                     : std::min(c.tiles, target * kGridCapWaves)),
