@@ -109,8 +109,9 @@ def test_cuda_misaligned_views():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 def test_cuda_misaligned_whole_leaves(dtype):
     """Warps of whole leaves that do not start on a 16-byte boundary are staged element by element
-    (fold_leaf_staged_unaligned): full sums (2^24 16-bit elements take two leaves per thread)
-    and rows whose length is a multiple of the leaf, from every misaligned element offset."""
+    (fold_leaf_staged_unaligned; 16-bit inputs by 32-bit pairs): full sums (2^24 16-bit
+    elements take two leaves per thread) and rows whose length is a multiple of the leaf, from
+    every misaligned element offset."""
     n = (1 << 24) + 5 if dtype != torch.float32 else (1 << 22) + 5
     base = float_data(n + 8, dtype, seed=5).cuda()
     rows_base = float_data(48 * 4096 + 8, dtype, seed=6).cuda()
@@ -122,6 +123,11 @@ def test_cuda_misaligned_whole_leaves(dtype):
                     f"rows k={k}")
         assert_bits(torch.ops.treduce.mean(rows, [1]), torch.ops.treduce.mean(rows.cpu(), [1]),
                     f"mean rows k={k}")
+        # Rows of 16 leaves 1025 elements apart: two outputs per warp, leaves not evenly spaced
+        # (their addresses come by shuffle) and starting at alternating element parities.
+        odd_rows = rows_base[k:k + 47 * 1025 + 1024].as_strided((48, 1024), (1025, 1))
+        assert_bits(torch.ops.treduce.sum(odd_rows, [1]),
+                    torch.ops.treduce.sum(odd_rows.cpu(), [1]), f"rows 1025 apart k={k}")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],

@@ -415,15 +415,20 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // 16 x 16 took 12.8 µs (NOTES step 24).
   int X = ov.y > 0 ? kCanonThreads / ov.y : std::max(x_leaves, x_columns);
   if (ov.y == 0 && lc.vec > 1) {
-    // Columns read 16 bytes per output lane: fewer lanes (down to 8, 128-byte segments) give
+    // Columns read 16 bytes per output lane: fewer lanes (down to 8: 128-byte segments) give
     // more tiles and fewer splits per tile. Take the X whose estimated makespan (rounds of the
     // busiest block, times the waves of blocks) is least, then the fewest merged nodes per
     // thread, then the most lanes: narrow columns (262144, 128) and NHWC statistics 1.25-1.34x
     // faster with 8 lanes than with 32, columns (16384, 16384) 1.16x slower (512 tiles of 8
     // rounds: 1.3 waves) (NOTES step 31).
+    // Four lanes (64-byte segments) only when eight already cover every column: (1048576, 32)
+    // 57.1 µs with 4 against 60.5 with 8 (two tiles, each merging 4 nodes per thread instead
+    // of one merging 16), while narrow (262144, 128) took 59.1 with 4 against 54.2 with 8
+    // (NOTES step 34).
+    const int fewest = x_columns <= 8 ? 4 : 8;
     int64_t best_cost = -1, best_merge = 0;
     int best_x = X;
-    for (int x = X; x >= std::max(8, x_leaves); x /= 2) {
+    for (int x = X; x >= std::max(fewest, x_leaves); x /= 2) {
       const int64_t blocks = shape(x);
       int64_t grid, busiest;  // blocks, and rounds of the busiest block
       if (c.splits > 1) {
