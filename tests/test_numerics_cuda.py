@@ -109,9 +109,8 @@ def test_cuda_misaligned_views():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 def test_cuda_misaligned_whole_leaves(dtype):
     """Warps of whole leaves that do not start on a 16-byte boundary are staged element by element
-    (fold_leaf_staged_unaligned; 16-bit inputs by 32-bit pairs): full sums (2^24 16-bit
-    elements take two leaves per thread) and rows whose length is a multiple of the leaf, from
-    every misaligned element offset."""
+    (fold_leaf_staged_unaligned): full sums (2^24 16-bit elements take two leaves per thread)
+    and rows whose length is a multiple of the leaf, from every misaligned element offset."""
     n = (1 << 24) + 5 if dtype != torch.float32 else (1 << 22) + 5
     base = float_data(n + 8, dtype, seed=5).cuda()
     rows_base = float_data(48 * 4096 + 8, dtype, seed=6).cuda()
