@@ -108,8 +108,10 @@ def test_cuda_misaligned_views():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 def test_cuda_misaligned_whole_leaves(dtype):
-    """Warps of whole leaves that do not start on a 16-byte boundary are staged element by element
-    (fold_leaf_staged_unaligned): full sums (2^24 16-bit elements take two leaves per thread)
+    """Warps of whole leaves that do not start on a 16-byte boundary are staged: 16-bit leaves
+    that all start the same number of elements past a boundary as whole aligned vectors
+    (fold_leaves_shifted, one build per shift), the rest element by element
+    (fold_leaf_staged_unaligned). Full sums (2^24 16-bit elements take two leaves per thread)
     and rows whose length is a multiple of the leaf, from every misaligned element offset."""
     n = (1 << 24) + 5 if dtype != torch.float32 else (1 << 22) + 5
     base = float_data(n + 8, dtype, seed=5).cuda()
@@ -127,6 +129,11 @@ def test_cuda_misaligned_whole_leaves(dtype):
         odd_rows = rows_base[k:k + 47 * 1025 + 1024].as_strided((48, 1024), (1025, 1))
         assert_bits(torch.ops.treduce.sum(odd_rows, [1]),
                     torch.ops.treduce.sum(odd_rows.cpu(), [1]), f"rows 1025 apart k={k}")
+        # Rows 1032 elements apart: two outputs per warp, every leaf k elements past a boundary
+        # (16-bit: the shifted staging with offsets by shuffle).
+        even_rows = rows_base[k:k + 47 * 1032 + 1024].as_strided((48, 1024), (1032, 1))
+        assert_bits(torch.ops.treduce.sum(even_rows, [1]),
+                    torch.ops.treduce.sum(even_rows.cpu(), [1]), f"rows 1032 apart k={k}")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],

@@ -148,8 +148,117 @@ struct LeafStage {
   // The warp's stage also holds fold_leaf_staged_unaligned's 32 rows of 33 4-byte values.
   static constexpr int kUnalignedRow = 33;
   static constexpr int kUnalignedVecs = (32 * kUnalignedRow * 4 + 15) / 16;
-  static constexpr int kStageVecs = kSlots > kUnalignedVecs ? kSlots : kUnalignedVecs;
+  // ... and fold_leaf_staged_shifted's 32 rows of 9 or 11 vectors (16-bit inputs).
+  static constexpr int kShiftedVecs = V == 8 ? 32 * 11 : 0;
+  static constexpr int kStageVecs = kSlots > kUnalignedVecs
+                                        ? (kSlots > kShiftedVecs ? kSlots : kShiftedVecs)
+                                        : (kUnalignedVecs > kShiftedVecs ? kUnalignedVecs
+                                                                         : kShiftedVecs);
 };
+
+// Staging for whole 16-bit leaves that all start kShift (1 .. 7) elements past a 16-byte
+// boundary (a view such as x[1:]): each lane owns kL (1 or 2) adjacent leaves whose vectors lie
+// from `base0 + delta` (its first leaf minus kShift elements; base0 is lane 0's). A phase takes
+// kHalf = 64 / kL elements of each leaf, which lie in kM = kHalf / 8 aligned vectors plus a
+// tail vector: 8 main vectors and kL tails per lane. The warp loads them whole, coalesced, all
+// in flight (16 bytes per load where element loads brought 2: NOTES step 35): main load t of a
+// lane is vector ln % 8 of lane 4 t + ln / 8's main vectors, tail load t is the tail of leaf
+// ln % kL of lane (32 t + ln) / kL, so that every offset is a lane's own (one 32-bit shuffle)
+// plus a constant. A lane's stage row holds its main vectors, then its tails (rows of kRow,
+// odd: no bank conflicts when the lanes read their rows or store main vectors; tails loaded by
+// each lane for itself into registers measured 0.83-0.87 of an aligned copy against these
+// rows' 0.88-0.91, step 35); each lane folds elements kShift .. kShift + kHalf - 1 of each
+// leaf's part, its kL leaves side by side: the same additions as fold_leaf, kL chains.
+template <class Op, class in_t, int kShift, int kL>
+__device__ __forceinline__ void fold_leaf_staged_shifted(const Vec<in_t, 8>* base0, int delta,
+                                                         Vec<in_t, 8>* stage,
+                                                         typename Op::acc_t (&a)[kL]) {
+  using value_t = typename Op::value_t;
+  using VecT = Vec<in_t, 8>;
+  constexpr int kHalf = kCanonLeaf / kL;
+  constexpr int kM = kHalf / 8;             // main vectors of each leaf per phase: 8 or 4
+  constexpr int kRow = (8 + kL) | 1;        // 9 or 11
+  static_assert(sizeof(in_t) == 2 && kShift > 0 && kShift < 8 && kM * kL == 8 &&
+                32 * kRow <= LeafStage<in_t>::kStageVecs, "16-bit leaves, shifted, in the stage");
+  const auto load = [&](int owner, int vec) {
+    const int at = __shfl_sync(kFullMask, delta, owner) + vec;
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(base0 + at));
+    VecT x;
+    memcpy(&x, &v, sizeof(v));
+    return x;
+  };
+#pragma unroll 1
+  for (int ph = 0; ph < kL; ++ph) {
+    // The lane index read in each phase, not taken from the caller: offsets derived from it
+    // would be hoisted out of the loops and kept live there (the two-leaf kernel then spilled).
+    unsigned ln_u;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(ln_u));
+    const int ln = static_cast<int>(ln_u);
+    const int j = ln & 7, jl = j / kM, jc = j % kM;  // main: leaf jl's vector jc
+    const int tl = ln % kL;                          // tail: leaf tl's
+    VecT x[8], y[kL];
+#pragma unroll
+    for (int t = 0; t < 8; ++t) x[t] = load(4 * t + (ln >> 3), jl * 8 + ph * kM + jc);
+#pragma unroll
+    for (int t = 0; t < kL; ++t) y[t] = load((32 * t + ln) / kL, tl * 8 + ph * kM + kM);
+#pragma unroll
+    for (int t = 0; t < 8; ++t) stage[(4 * t + (ln >> 3)) * kRow + j] = x[t];
+#pragma unroll
+    for (int t = 0; t < kL; ++t) stage[((32 * t + ln) / kL) * kRow + 8 + tl] = y[t];
+    __syncwarp();
+    const VecT* const row = stage + ln * kRow;
+#pragma unroll
+    for (int c = 0; c <= kM; ++c) {
+      VecT z[kL];
+#pragma unroll
+      for (int l = 0; l < kL; ++l) z[l] = row[c < kM ? l * kM + c : 8 + l];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const int pos = c * 8 + e;  // static: element pos - kShift of this phase's part
+        if (pos >= kShift && pos < kShift + kHalf) {
+#pragma unroll
+          for (int l = 0; l < kL; ++l) a[l] = Op::reduce(a[l], to_acc<value_t>(z[l].v[e]));
+        }
+      }
+    }
+    __syncwarp();  // the next phase overwrites the stage
+  }
+}
+
+// Elements past the last 16-byte boundary at or before `p`.
+template <class in_t>
+__device__ __forceinline__ int shift_of(const in_t* p) {
+  return static_cast<int>(reinterpret_cast<uintptr_t>(p) & 15) / static_cast<int>(sizeof(in_t));
+}
+
+// The warp's lanes each own kL adjacent whole 16-bit leaves from `p`: folds them with
+// fold_leaf_staged_shifted, the shift a constant, and returns true, when every lane's leaves
+// start the same number of elements (1 .. 7) past a 16-byte boundary and lie within 2^31
+// vectors of lane 0's (each load then fetches its owner's offset with one 32-bit shuffle); else
+// returns false and folds nothing. Every lane of the warp must call it.
+template <class Op, class in_t, int kL>
+__device__ __forceinline__ bool fold_leaves_shifted(const in_t* p, bool whole, Vec<in_t, 8>* stage,
+                                                    typename Op::acc_t (&a)[kL]) {
+  using VecT = Vec<in_t, 8>;
+  const int shift = shift_of(p);
+  const VecT* const base = reinterpret_cast<const VecT*>(p - shift);
+  const VecT* const base0 = shfl_ptr(base, 0);
+  const int shift0 = __shfl_sync(kFullMask, shift, 0);
+  const int64_t delta = base - base0;
+  if (shift0 == 0 || !__all_sync(kFullMask, whole && shift == shift0 && delta == int(delta)))
+    return false;
+  const int d = static_cast<int>(delta);
+  switch (shift0) {
+    case 1: fold_leaf_staged_shifted<Op, in_t, 1, kL>(base0, d, stage, a); break;
+    case 2: fold_leaf_staged_shifted<Op, in_t, 2, kL>(base0, d, stage, a); break;
+    case 3: fold_leaf_staged_shifted<Op, in_t, 3, kL>(base0, d, stage, a); break;
+    case 4: fold_leaf_staged_shifted<Op, in_t, 4, kL>(base0, d, stage, a); break;
+    case 5: fold_leaf_staged_shifted<Op, in_t, 5, kL>(base0, d, stage, a); break;
+    case 6: fold_leaf_staged_shifted<Op, in_t, 6, kL>(base0, d, stage, a); break;
+    default: fold_leaf_staged_shifted<Op, in_t, 7, kL>(base0, d, stage, a);
+  }
+  return true;
+}
 
 template <class Op, class in_t, int kStep = 1, int kL = 1>
 __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int lane,
@@ -412,6 +521,7 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
   const int col = tx * kVec;  // this thread's first column in the tile
   constexpr bool kStageUnaligned =
       sizeof(in_t) <= 4 && sizeof(typename Op::value_t) == 4;  // fold_leaf_staged_unaligned
+  constexpr bool kShifted = kStageUnaligned && sizeof(in_t) == 2;  // fold_leaves_shifted
   // One float output per thread: the low levels in shared memory, the accessor built where it is
   // used from a fresh read of the thread index, so that none of it stays live across the rounds'
   // loop. Columns (kVec > 1) and double sums keep their counters in local memory: the accessor
@@ -474,6 +584,16 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
       }
       return l;
     };
+    // fold_leaves_shifted for the kernels that have it (16-bit inputs): the warp's kL leaves per
+    // lane from `lp`, whole (every lane's `whole`) and shifted alike; false if it did not fold.
+    const auto shifted = [&](const in_t* lp, bool whole, auto& b) {
+      if constexpr (kShifted) {
+        constexpr int kL = std::extent_v<std::remove_reference_t<decltype(b)>>;
+        return cfg.step == 1 && fold_leaves_shifted<Op, in_t, kL>(lp, whole, stage[tid >> 5], b);
+      } else {
+        return false;
+      }
+    };
     acc_t a[kVec];
     for (int64_t k = k0; k < k1; ++k) {  // block-uniform bounds: tree_over_y synchronises
       // This thread's kPer (= cfg.per) adjacent leaves (2: leaves 2q and 2q + 1, merged first:
@@ -498,6 +618,15 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
             fold_leaf_staged<Op, in_t, 2, 2>(l0.p, 2 * n0, lane, stage[tid >> 5], b);
           a[0] = Op::combine(b[0], b[1]);
           paired = true;
+        } else {
+          // The same two leaves, whole and contiguous, every lane's starting the same number of
+          // elements past a 16-byte boundary (a view such as x[1:]).
+          acc_t b[2] = {Op::identity(), Op::identity()};
+          if (shifted(l0.p, l0.in_run && l1.in_run && l0.n == kCanonLeaf &&
+                                l1.n == kCanonLeaf && l1.p == l0.p + kCanonLeaf, b)) {
+            a[0] = Op::combine(b[0], b[1]);
+            paired = true;
+          }
         }
       }
 #pragma unroll 1
@@ -517,6 +646,9 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
               fold_leaf_staged<Op>(l.p, n0, lane, stage[tid >> 5], b);
             else
               fold_leaf_staged<Op, in_t, 2>(l.p, 2 * n0, lane, stage[tid >> 5], b);
+          } else if (shifted(l.p, l.in_run && n == kCanonLeaf, b)) {
+            // Whole 16-bit leaves, every lane's the same number of elements past a 16-byte
+            // boundary: folded.
           } else if (kStageUnaligned && cfg.step == 1 &&
                      __all_sync(kFullMask, l.in_run && n == kCanonLeaf)) {
             // Whole leaves, not 16-byte aligned (the condition is warp-uniform, so every lane
