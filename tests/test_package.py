@@ -29,6 +29,15 @@ def test_extension_load_failure_names_both_torch_versions():
     assert "pip install --no-build-isolation --no-deps -e ." in err
 
 
+def test_direct_entry_load_failure_is_as_clear():
+    r = run_python("import sys; sys.modules['torch_reduce._fast'] = None\n"
+                   "import torch_reduce")
+    assert r.returncode != 0
+    assert ("ImportError: torch_reduce: the compiled extension torch_reduce._fast could not be "
+            "loaded") in r.stderr
+    assert "pip install --no-build-isolation --no-deps -e ." in r.stderr
+
+
 def test_ops_are_registered_with_schemas():
     assert str(torch.ops.treduce.sum.default._schema) == (
         "treduce::sum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)"

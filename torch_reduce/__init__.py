@@ -9,8 +9,12 @@ import torch  # noqa: F401  (loads libtorch before our extension, so "import tor
 
 
 def _load_extension() -> None:
+    # _C registers the ops with the dispatcher; _fast (the wrappers' direct entry) looks them up.
+    module = "_C"
     try:
-        from . import _C  # noqa: F401  (registers the ops with the dispatcher)
+        from . import _C  # noqa: F401
+        module = "_fast"
+        from . import _fast  # noqa: F401
     except ImportError as e:
         try:
             from . import _build_info
@@ -18,7 +22,7 @@ def _load_extension() -> None:
         except ImportError:
             built = "an unknown torch (torch_reduce/_build_info.py is missing: was it built?)"
         raise ImportError(
-            "torch_reduce: the compiled extension torch_reduce._C could not be loaded.\n"
+            f"torch_reduce: the compiled extension torch_reduce.{module} could not be loaded.\n"
             f"  built against: {built}\n"
             f"  found at runtime: torch {torch.__version__} (CUDA {torch.version.cuda})\n"
             "  Rebuild it against the installed torch: "
