@@ -61,19 +61,21 @@ void find_all() {
   ops.bit_xor = find<BitSig>("treduce::bitwise_xor");
 }
 
-// dims: None -> nullopt; an int -> {d}; a list or tuple of ints -> the ints. Anything else
-// (a bool, a tensor, a SymInt, an int past int64): false, the torch.ops path then decides.
+// An int (not a bool, a tensor or a SymInt) that fits int64: true, with its value in d.
+bool parse_int(PyObject* o, int64_t& d) {
+  if (!PyLong_CheckExact(o)) return false;
+  int overflow = 0;
+  d = PyLong_AsLongLongAndOverflow(o, &overflow);
+  return overflow == 0 && !(d == -1 && PyErr_Occurred());
+}
+
+// dims: None -> nullopt; an int -> {d}; a list or tuple of ints -> the ints. Anything else:
+// false, the torch.ops path then decides.
 bool parse_dims(PyObject* obj, std::optional<std::vector<int64_t>>& dims) {
   if (obj == Py_None) return true;
-  const auto one = [](PyObject* o, int64_t& d) {
-    if (!PyLong_CheckExact(o)) return false;
-    int overflow = 0;
-    d = PyLong_AsLongLongAndOverflow(o, &overflow);
-    return overflow == 0 && !(d == -1 && PyErr_Occurred());
-  };
   int64_t d = 0;
   if (PyLong_CheckExact(obj)) {
-    if (!one(obj, d)) return false;
+    if (!parse_int(obj, d)) return false;
     dims.emplace(1, d);
     return true;
   }
@@ -83,7 +85,7 @@ bool parse_dims(PyObject* obj, std::optional<std::vector<int64_t>>& dims) {
   dims.emplace();
   dims->reserve(n);
   for (Py_ssize_t i = 0; i < n; ++i) {
-    if (!one(items[i], d)) return false;
+    if (!parse_int(items[i], d)) return false;
     dims->push_back(d);
   }
   return true;
@@ -123,12 +125,9 @@ PyObject* call(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
   std::optional<int64_t> arg_dim;
   std::optional<std::vector<int64_t>> dims;
   if (code == kArgmax || code == kArgmin) {
-    if (dim != Py_None) {
-      int overflow = 0;
-      if (!PyLong_CheckExact(dim)) return not_handled();
-      arg_dim = PyLong_AsLongLongAndOverflow(dim, &overflow);
-      if (overflow != 0 || PyErr_Occurred()) return not_handled();
-    }
+    int64_t d = 0;
+    if (dim != Py_None && !parse_int(dim, d)) return not_handled();
+    if (dim != Py_None) arg_dim = d;
   } else if (!parse_dims(dim, dims)) {
     return not_handled();
   }
