@@ -123,6 +123,8 @@ __device__ __forceinline__ const T* shfl_ptr(const T* p, int src) {
   return reinterpret_cast<const T*>(__shfl_sync(kFullMask, reinterpret_cast<uintptr_t>(p), src));
 }
 
+constexpr int stage_max(int a, int b) { return a > b ? a : b; }
+
 // Staging for leaves of contiguous, 16-byte aligned elements, one warp at a time: the warp's 32
 // lanes' leaves (lane l owns kL adjacent leaves from `leaf`, each n memory elements long, n the
 // same on every lane and a multiple of kPieceVecs / kL vectors) are read with coalesced 16-byte
@@ -148,13 +150,40 @@ struct LeafStage {
   // The warp's stage also holds fold_leaf_staged_unaligned's 32 rows of 33 4-byte values.
   static constexpr int kUnalignedRow = 33;
   static constexpr int kUnalignedVecs = (32 * kUnalignedRow * 4 + 15) / 16;
-  // ... and fold_leaf_staged_shifted's 32 rows of 9 or 11 vectors (16-bit inputs).
+  // ... and fold_leaf_staged_shifted's 32 rows of 9 or 11 vectors (16-bit inputs), and
+  // load_runs_staged's 32 rows of 9.
   static constexpr int kShiftedVecs = V == 8 ? 32 * 11 : 0;
-  static constexpr int kStageVecs = kSlots > kUnalignedVecs
-                                        ? (kSlots > kShiftedVecs ? kSlots : kShiftedVecs)
-                                        : (kUnalignedVecs > kShiftedVecs ? kUnalignedVecs
-                                                                         : kShiftedVecs);
+  static constexpr int kMergeVecs = 32 * 9;
+  static constexpr int kStageVecs =
+      stage_max(stage_max(kSlots, kUnalignedVecs), stage_max(kShiftedVecs, kMergeVecs));
 };
+
+// The final merge's loads for one output lane (X = 1): lane l of a warp owns the 128-byte run of
+// split nodes at `first + l * stride`. The warp loads its 32 runs with 16-byte loads, eight
+// lanes to a run (a cache line), stores them in the stage in rows of 9 vectors (no bank
+// conflicts, as for the leaves), and each lane takes its own row. Each lane loading its own run
+// put 32 lines in every load instruction, and the L1 takes about one line per cycle: 1 µs per
+// batch and block (NOTES step 39). Every lane of the warp must call it.
+template <class acc_t, int kB>
+__device__ __forceinline__ void load_runs_staged(const acc_t* first, int64_t stride, uint4* stage,
+                                                 acc_t (&x)[kB]) {
+  constexpr int kV = kB * static_cast<int>(sizeof(acc_t)) / 16;
+  static_assert(kV == 8, "a run is 128 bytes");
+  unsigned ln;
+  asm("mov.u32 %0, %%laneid;" : "=r"(ln));
+  const int piece = static_cast<int>(ln) / kV, w = static_cast<int>(ln) % kV;
+  uint4 v[kV];
+#pragma unroll
+  for (int u = 0; u < kV; ++u)
+    v[u] = __ldcg(reinterpret_cast<const uint4*>(first + (4 * u + piece) * stride) + w);
+#pragma unroll
+  for (int u = 0; u < kV; ++u) stage[(4 * u + piece) * (kV + 1) + w] = v[u];
+  __syncwarp();
+#pragma unroll
+  for (int u = 0; u < kV; ++u) v[u] = stage[ln * (kV + 1) + u];
+  __syncwarp();  // the next batch overwrites the stage
+  memcpy(x, v, sizeof(v));
+}
 
 // Staging for whole 16-bit leaves that all start kShift (1 .. 7) elements past a 16-byte
 // boundary (a view such as x[1:]): each lane owns kL (1 or 2) adjacent leaves whose vectors lie
@@ -698,32 +727,61 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
     const int64_t o0 = (tile * X + tx) * kVec;
     const acc_t* slots = tile_slots(tile);
     const int c = cfg.merge_per_thread;
-    // kB nodes of each output loaded at a time, all in flight, then pushed in order (one load
-    // and push at a time waited for L2 once per node: NOTES step 29).
-    constexpr int kB = kVec == 1 ? 8 : 4;
+    // kB nodes of each output loaded at a time, all in flight (one load and push at a time
+    // waited for L2 once per node: NOTES step 29), merged in registers by the perfect tree over
+    // the batch (a node of the tree when c >= kB; with c < kB the identities past c leave the
+    // tree over c); each batch's node then goes to the counter (a push per node waited on the
+    // counter's local memory: step 39). One output lane (X = 1): a batch is 128 bytes per
+    // thread, which a warp whose 32 runs are whole loads coalesced (load_runs_staged).
+    constexpr int kB = kVec == 1 ? 128 / static_cast<int>(sizeof(acc_t)) : 4;
+    const int batches = (c + kB - 1) / kB;
     acc_t a[kVec];
 #pragma unroll 1
-    for (int i0 = 0; i0 < c; i0 += kB) {
+    for (int i = 0; i < batches; ++i) {
+      const int i0 = i * kB;
       acc_t x[kB][kVec];
+      bool staged = false;
+      if constexpr (kVec == 1) {
+        if (X == 1 && c >= kB && int64_t((tid | 31) + 1) * c <= cfg.splits &&
+            (reinterpret_cast<uintptr_t>(slots) & 15) == 0) {  // warp-uniform; ty = tid
+          acc_t y[kB];
+          load_runs_staged<acc_t, kB>(slots + int64_t(tid & ~31) * c + i0, c,
+                                      reinterpret_cast<uint4*>(stage[tid >> 5]), y);
 #pragma unroll
-      for (int b = 0; b < kB; ++b) {
-        const int sp = ty * c + i0 + b;
+          for (int b = 0; b < kB; ++b) x[b][0] = y[b];
+          staged = true;
+        }
+      }
+      if (!staged) {
 #pragma unroll
-        for (int v = 0; v < kVec; ++v)
-          x[b][v] = i0 + b < c && sp < cfg.splits
-                        ? load_cg(slots + int64_t(sp) * tile_cols + col + v)
-                        : Op::identity();
+        for (int b = 0; b < kB; ++b) {
+          const int sp = ty * c + i0 + b;
+#pragma unroll
+          for (int v = 0; v < kVec; ++v)
+            x[b][v] = i0 + b < c && sp < cfg.splits
+                          ? load_cg(slots + int64_t(sp) * tile_cols + col + v)
+                          : Op::identity();
+        }
       }
 #pragma unroll
-      for (int b = 0; b < kB; ++b) {
-        if (i0 + b >= c) break;
+      for (int w = 1; w < kB; w *= 2)
 #pragma unroll
-        for (int v = 0; v < kVec; ++v)
-          counter_push<Op>(LocalLevels<acc_t>{levels[v]}, x[b][v], i0 + b);
+        for (int b = 0; b + w < kB; b += 2 * w)
+#pragma unroll
+          for (int v = 0; v < kVec; ++v) x[b][v] = Op::combine(x[b][v], x[b + w][v]);
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) {
+        if (batches == 1)
+          a[v] = x[0][v];
+        else
+          counter_push<Op>(LocalLevels<acc_t>{levels[v]}, x[0][v], i);
       }
     }
+    if (batches > 1) {
 #pragma unroll
-    for (int v = 0; v < kVec; ++v) a[v] = counter_result<Op>(LocalLevels<acc_t>{levels[v]}, c);
+      for (int v = 0; v < kVec; ++v)
+        a[v] = counter_result<Op>(LocalLevels<acc_t>{levels[v]}, batches);
+    }
     tree_over_y<Op, kVec>(a, X, Y, tid, sm);
     if (ty == 0 && o0 < M) store(o0, a);
   }

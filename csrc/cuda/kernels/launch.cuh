@@ -392,13 +392,15 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
       while (rps * 2 * blocks * 8 <= c.rounds) rps *= 2;
     else
       while (rps < c.rounds) rps *= 2;
-    // The final merge reads c = S / Y nodes per thread: keep c at most kMergePerThread (64 per
-    // thread made narrow columns and NHWC statistics 1.7-2x slower in bench run 10, one load at
-    // a time; with the nodes in batches and coalesced, 16 made them 1.2x faster than 8: NOTES
-    // step 29), unless a test forces the rounds per split.
-    constexpr int64_t kMergePerThread = 16;
+    // The final merge reads c = S / Y nodes per thread: keep c at most 16 (64 per thread made
+    // narrow columns and NHWC statistics 1.7-2x slower in bench run 10, one load at a time;
+    // with the nodes in batches and coalesced, 16 made them 1.2x faster than 8: NOTES step
+    // 29), or 32 for one output lane, whose merge loads 128-byte runs coalesced and merges them
+    // in registers (full float32 sums 2^28: splits of 2 rounds 266.0 µs against 267.6 with 4;
+    // step 39), unless a test forces the rounds per split.
+    const int64_t merge_per_thread = lc.vec == 1 && X == 1 ? 32 : 16;
     if (ov.rounds == 0)
-      while (rps < c.rounds && ceil_div(c.rounds, rps) > int64_t(c.Y) * kMergePerThread)
+      while (rps < c.rounds && ceil_div(c.rounds, rps) > int64_t(c.Y) * merge_per_thread)
         rps *= 2;
     constexpr int64_t kMaxRounds = int64_t(1) << (kCanonLevels - 1);
     rps = std::min(rps, kMaxRounds);
