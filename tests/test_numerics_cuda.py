@@ -185,22 +185,27 @@ def test_cuda_bits_do_not_depend_on_launch_configuration(shape, dims, dtype, mon
                     assert_bits(torch.ops.treduce.mean(x, dims), want_mean, "mean " + spec)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_cuda_bits_of_merges_with_many_splits(dtype, monkeypatch):
-    """A final merge of 2049 split nodes (one round each, 256 leaf lanes): 16 nodes per thread,
-    which warps whose 32 runs of nodes are whole load coalesced through shared memory
-    (load_runs_staged) and the rest, past the last node, element by element with identities;
-    and the default plan at this size (splits of several rounds)."""
-    n = (1 << 25) + 17 if dtype == torch.float32 else (1 << 26) + 17  # 2049 rounds either way
+MERGE_CASES = [(torch.float32, (1 << 25) + 17, ("",)),  # 2049 rounds
+               (torch.bfloat16, (1 << 26) + 17, (",per=1", ",per=2"))]  # 4097 or 2049 rounds
+
+
+@pytest.mark.parametrize("dtype,n,pers", MERGE_CASES, ids=["float32", "bfloat16"])
+def test_cuda_bits_of_merges_with_many_splits(dtype, n, pers, monkeypatch):
+    """Final merges of 2049 and 4097 split nodes (one round each, 256 leaf lanes): 16 or 32
+    nodes per thread (one batch, or two pushed to the counter), which warps whose 32 runs of
+    nodes are whole load coalesced through shared memory (load_runs_staged) and the rest, past
+    the last node, element by element with identities; and the default plan at this size."""
     x = float_data(n, dtype, seed=11)
     want, want_mean = torch.ops.treduce.sum(x), torch.ops.treduce.mean(x)  # CPU
     x = x.cuda()
     assert_bits(torch.ops.treduce.sum(x), want, "default")
-    for spec in ("y=256,splits=64,rounds=1", "y=256,splits=396,rounds=1",
-                 "y=256,splits=7,rounds=2"):
-        monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
-        assert_bits(torch.ops.treduce.sum(x), want, spec)
-        assert_bits(torch.ops.treduce.mean(x), want_mean, "mean " + spec)
+    for per in pers:
+        for spec in ("y=256,splits=64,rounds=1", "y=256,splits=396,rounds=1",
+                     "y=256,splits=7,rounds=2"):
+            spec += per
+            monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+            assert_bits(torch.ops.treduce.sum(x), want, spec)
+            assert_bits(torch.ops.treduce.mean(x), want_mean, "mean " + spec)
 
 
 def test_launch_override_is_validated(monkeypatch):

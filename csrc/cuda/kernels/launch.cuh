@@ -385,20 +385,22 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     blocks = std::max<int64_t>(1, std::min({blocks, c.rounds, kMaxSplits}));
     const bool countable = c.tiles <= kCounterCapacity;  // split tiles need a counter each
     if (!countable) blocks = 1;
+    // One output lane (X = 1): splits of at most 4 rounds, whose merge loads 128-byte runs
+    // coalesced and merges them in registers (step 39): full float32 sums 2^30 took 1042 µs
+    // with the 16 rounds per split of the rule below, 1022 with 4 (NOTES step 40).
+    const bool one_lane = lc.vec == 1 && X == 1;
     int64_t rps = 1;
     if (ov.rounds > 0 && countable)
       rps = ov.rounds;
     else if (blocks > 1)
-      while (rps * 2 * blocks * 8 <= c.rounds) rps *= 2;
+      while (rps * 2 * blocks * 8 <= c.rounds && !(one_lane && rps >= 4)) rps *= 2;
     else
       while (rps < c.rounds) rps *= 2;
     // The final merge reads c = S / Y nodes per thread: keep c at most 16 (64 per thread made
     // narrow columns and NHWC statistics 1.7-2x slower in bench run 10, one load at a time;
     // with the nodes in batches and coalesced, 16 made them 1.2x faster than 8: NOTES step
-    // 29), or 32 for one output lane, whose merge loads 128-byte runs coalesced and merges them
-    // in registers (full float32 sums 2^28: splits of 2 rounds 266.0 µs against 267.6 with 4;
-    // step 39), unless a test forces the rounds per split.
-    const int64_t merge_per_thread = lc.vec == 1 && X == 1 ? 32 : 16;
+    // 29), or 64 for one output lane, unless a test forces the rounds per split.
+    const int64_t merge_per_thread = one_lane ? 64 : 16;
     if (ov.rounds == 0)
       while (rps < c.rounds && ceil_div(c.rounds, rps) > int64_t(c.Y) * merge_per_thread)
         rps *= 2;
