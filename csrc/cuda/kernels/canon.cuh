@@ -27,6 +27,8 @@
 //   canon_kernel<CompSumOp<float>, float, float, 1><<<grid, kCanonThreads, 0, stream>>>(
 //       in, out, geom, cfg, partials, counters);
 #pragma once
+#include <algorithm>
+
 #include "../../geometry.h"
 #include "common.cuh"
 
@@ -123,8 +125,6 @@ __device__ __forceinline__ const T* shfl_ptr(const T* p, int src) {
   return reinterpret_cast<const T*>(__shfl_sync(kFullMask, reinterpret_cast<uintptr_t>(p), src));
 }
 
-constexpr int stage_max(int a, int b) { return a > b ? a : b; }
-
 // Staging for leaves of contiguous, 16-byte aligned elements, one warp at a time: the warp's 32
 // lanes' leaves (lane l owns kL adjacent leaves from `leaf`, each n memory elements long, n the
 // same on every lane and a multiple of kPieceVecs / kL vectors) are read with coalesced 16-byte
@@ -154,8 +154,7 @@ struct LeafStage {
   // load_runs_staged's 32 rows of 9.
   static constexpr int kShiftedVecs = V == 8 ? 32 * 11 : 0;
   static constexpr int kMergeVecs = 32 * 9;
-  static constexpr int kStageVecs =
-      stage_max(stage_max(kSlots, kUnalignedVecs), stage_max(kShiftedVecs, kMergeVecs));
+  static constexpr int kStageVecs = std::max({kSlots, kUnalignedVecs, kShiftedVecs, kMergeVecs});
 };
 
 // The final merge's loads for one output lane (X = 1): lane l of a warp owns the 128-byte run of
