@@ -1,5 +1,7 @@
 """CUDA-only behaviour: large inputs (every strategy with and without the in-kernel cross-block
 combine), streams, CUDA graphs, run-to-run determinism, and the self-resetting counters."""
+import math
+
 import pytest
 import torch
 
@@ -97,6 +99,37 @@ def test_vocabulary_argmax_ties_bf16():
         x[:, 100000] = x.max()  # a tie with an earlier maximum in some rows
         assert_same_bits(torch.ops.treduce.argmax(x, 1), torch.argmax(x, 1), f"B={b}")
         assert_same_bits(torch.ops.treduce.argmin(x, 1), torch.argmin(x, 1), f"B={b}")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("shape,dim", [((65536, 64), [0]), ((4096, 1024), [0]), ((40, 8), [0]),
+                                       ((16, 4096, 16), [1]), ((64, 8, 24, 24), [0, 2, 3])])
+def test_column_extremes_16bit_nan_inf(shape, dim, dtype):
+    """amax/amin of 16-bit columns read 16-byte vectors of 8 neighbouring columns and keep each
+    two columns in one packed pair (cols.cuh, ColumnFold): a NaN in one column of a pair must
+    reach that column only, +-inf must win or lose as in torch, and a column of nothing but the
+    identity (-inf for max, +inf for min) must give it back. Split columns (many rows) and the
+    unsplit ones, mid dims and NHWC statistics (channels_last)."""
+    keep = [d for d in range(len(shape)) if d not in dim]
+    perm = dim + keep
+    pv = torch.randn([shape[d] for d in perm]).contiguous()
+    flat = pv.view(-1, math.prod(shape[d] for d in keep))  # [reduced, kept]
+    rows, cols = flat.shape
+    where = torch.randint(0, rows, (cols,)).tolist()
+    vals = {1: float("nan"), 2: float("inf"), 3: float("-inf"), 5: float("nan")}
+    for c in range(cols):  # one element of the column, at a random reduced position
+        if c % 8 in vals:
+            flat[where[c], c] = vals[c % 8]
+    flat[:, 6::8] = float("-inf")  # whole columns of -inf and of +inf
+    flat[:, 7::8] = float("inf")
+    x = pv.permute([perm.index(d) for d in range(len(shape))]).to(dtype)
+    x = x.contiguous(memory_format=torch.channels_last) if len(shape) == 4 else x.contiguous()
+    x = x.cuda()
+    for name in ("amax", "amin"):
+        ours = getattr(torch.ops.treduce, name)(x, dim)
+        want = getattr(torch, name)(x, dim)
+        assert_same_bits(ours, want, f"{name} {shape} {dim} {dtype}")
+        assert torch.isnan(ours).any() and torch.isinf(ours).any()
 
 
 @pytest.mark.parametrize("shape,dim", [((1 << 24,), None), ((5, 1 << 22), [1]),

@@ -85,6 +85,56 @@ constexpr int cols_merge_batch() {
   return s > 1 ? s : 1;
 }
 
+// A thread's accumulators for its kVec neighbouring columns: one element of each per reduced
+// element, in increasing r (fold). Max/min of half or bfloat16 (packed_extreme) keep them as
+// kVec / 2 pairs of the input type instead, one packed NaN-propagating instruction per two
+// columns (exact: the result is one of the inputs), converted to acc_t once at the end: a
+// float accumulator cost 5 instructions per element (three compares, two selects).
+template <class Op, class in_t, int kVec,
+          bool = packed_extreme<Op, in_t>::value && kVec % 2 == 0>
+struct ColumnFold {
+  using acc_t = typename Op::acc_t;
+  acc_t acc[kVec];
+  __device__ __forceinline__ ColumnFold() {
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) acc[j] = Op::identity();
+  }
+  __device__ __forceinline__ void add(const Vec<in_t, kVec>& x, int64_t r) {
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) acc[j] = fold<Op>(acc[j], x.v[j], r);
+  }
+  __device__ __forceinline__ void result(acc_t (&out)[kVec]) const {
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) out[j] = acc[j];
+  }
+};
+
+template <class Op, class in_t, int kVec>
+struct ColumnFold<Op, in_t, kVec, true> {
+  using acc_t = typename Op::acc_t;
+  using P = packed_extreme<Op, in_t>;
+  using pair_t = typename P::pair_t;
+  pair_t acc[kVec / 2];
+  __device__ __forceinline__ ColumnFold() {
+    const in_t id = from_acc<in_t>(Op::identity());  // +-inf: exact in every 16-bit type
+#pragma unroll
+    for (int i = 0; i < kVec / 2; ++i) acc[i] = pair_t(id, id);
+  }
+  __device__ __forceinline__ void add(const Vec<in_t, kVec>& x, int64_t) {
+    const pair_t* p = reinterpret_cast<const pair_t*>(x.v);
+#pragma unroll
+    for (int i = 0; i < kVec / 2; ++i)
+      acc[i] = P::max ? __hmax2_nan(acc[i], p[i]) : __hmin2_nan(acc[i], p[i]);
+  }
+  __device__ __forceinline__ void result(acc_t (&out)[kVec]) const {
+#pragma unroll
+    for (int i = 0; i < kVec / 2; ++i) {
+      out[2 * i] = to_acc<acc_t>(acc[i].x);
+      out[2 * i + 1] = to_acc<acc_t>(acc[i].y);
+    }
+  }
+};
+
 template <class Op, class in_t, class out_t, int kVec>
 __global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, kVec>())
     cols_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
@@ -108,8 +158,7 @@ __global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, kVec>())
     const int64_t col0 = (tile - outer * cfg.col_tiles) * tile_cols;  // first column of the tile
     const int64_t col = col0 + cx * kVec;                              // this thread's first
     acc_t acc[kVec];
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) acc[j] = Op::identity();
+    ColumnFold<Op, in_t, kVec> f;
     if (col < cfg.inner) {  // with kVec > 1 the host guarantees inner % kVec == 0
       const in_t* __restrict__ p = in + g.kept.in_offset(outer * cfg.inner + col);
       const int64_t r0 = split * cfg.per_split;
@@ -121,18 +170,12 @@ __global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, kVec>())
 #pragma unroll
           for (int u = 0; u < kUnroll; ++u) x[u] = *reinterpret_cast<const VecT*>(p + next());
 #pragma unroll
-          for (int u = 0; u < kUnroll; ++u)
-#pragma unroll
-            for (int j = 0; j < kVec; ++j)
-              acc[j] = fold<Op>(acc[j], x[u].v[j], r + u * rows_per_step);
+          for (int u = 0; u < kUnroll; ++u) f.add(x[u], r + u * rows_per_step);
         }
-        for (; r < r1; r += rows_per_step) {
-          const VecT x = *reinterpret_cast<const VecT*>(p + next());
-#pragma unroll
-          for (int j = 0; j < kVec; ++j) acc[j] = fold<Op>(acc[j], x.v[j], r);
-        }
+        for (; r < r1; r += rows_per_step) f.add(*reinterpret_cast<const VecT*>(p + next()), r);
       });
     }
+    f.result(acc);
     // Fold the warp's reduced-element lanes into lanes cx < CX (lanes of one column group differ
     // by multiples of CX). Every lane takes part in the shuffles.
     for (int offset = kColsX / 2; offset >= CX; offset >>= 1) {
