@@ -72,9 +72,20 @@ constexpr int cols_vec() {
   return v < most ? v : most;
 }
 
-// At most 64 registers (4 blocks per SM) unless a thread carries over 32 bytes of accumulators.
-template <class Op, int kVec>
+// Vector loads in flight per thread: 8 when the thread's accumulators take at most 16 bytes
+// (packed 16-bit max/min, four floats, two doubles), else kUnroll = 4; single elements (kVec = 1)
+// kUnroll.
+template <class Op, class in_t, int kVec>
+constexpr int cols_unroll() {
+  constexpr bool packed = packed_extreme<Op, in_t>::value && kVec % 2 == 0;
+  return kVec > 1 && (packed || sizeof(typename Op::acc_t) * kVec <= 16) ? 8 : kUnroll;
+}
+
+// At most 64 registers (4 blocks per SM) unless a thread carries over 32 bytes of accumulators;
+// at most 80 (3 blocks) with 8 loads in flight (cols_unroll), which spilled inside the loop at 64.
+template <class Op, class in_t, int kVec>
 constexpr int cols_min_blocks() {
+  if (cols_unroll<Op, in_t, kVec>() == 8) return 3;
   return sizeof(typename Op::acc_t) * kVec <= 32 ? 4 : 1;
 }
 
@@ -136,7 +147,7 @@ struct ColumnFold<Op, in_t, kVec, true> {
 };
 
 template <class Op, class in_t, class out_t, int kVec>
-__global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, kVec>())
+__global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, in_t, kVec>())
     cols_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
                 const ColsConfig cfg, typename Op::acc_t* __restrict__ partials,
                 unsigned* __restrict__ counters) {
@@ -165,12 +176,13 @@ __global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, kVec>())
       const int64_t r1 = r0 + cfg.per_split < K ? r0 + cfg.per_split : K;
       walk_offsets(g.red, r0 + rl, rows_per_step, cfg.step, [&](auto&& next) {
         int64_t r = r0 + rl;
-        for (; r + (kUnroll - 1) * rows_per_step < r1; r += kUnroll * rows_per_step) {
-          VecT x[kUnroll];
+        constexpr int kU = cols_unroll<Op, in_t, kVec>();
+        for (; r + (kU - 1) * rows_per_step < r1; r += kU * rows_per_step) {
+          VecT x[kU];
 #pragma unroll
-          for (int u = 0; u < kUnroll; ++u) x[u] = *reinterpret_cast<const VecT*>(p + next());
+          for (int u = 0; u < kU; ++u) x[u] = *reinterpret_cast<const VecT*>(p + next());
 #pragma unroll
-          for (int u = 0; u < kUnroll; ++u) f.add(x[u], r + u * rows_per_step);
+          for (int u = 0; u < kU; ++u) f.add(x[u], r + u * rows_per_step);
         }
         for (; r < r1; r += rows_per_step) f.add(*reinterpret_cast<const VecT*>(p + next()), r);
       });
