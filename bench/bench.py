@@ -2,6 +2,7 @@
 read-only stream kernel (the ceiling), all measured in the same run.
 
     python bench/bench.py --out DIR [--quick] [--only SUBSTRING] [--no-inductor]
+    python bench/bench.py --out DIR --render DIR/results.json   # markdown and plots again
 
 Timing: triton.testing.do_bench medians with the L2 flushed between repetitions; latency cells
 and every cell of at most 16 MiB also time CUDA-graph replays (do_bench_cudagraph). GB/s counts
@@ -66,6 +67,7 @@ class Case:
 
 
 F32, BF16, F16 = torch.float32, torch.bfloat16, torch.float16
+PEERS = ("torch", "inductor", "cub")
 
 
 def grid(quick: bool) -> list[Case]:
@@ -400,14 +402,14 @@ def summary(rows: list[dict]) -> str:
     """Geometric mean of each peer's time over ours (issue 3, goal 6), and how many cells are at
     least as fast as the best peer (goal 1)."""
     lines = []
-    for peer in ("torch", "inductor", "cub"):
+    for peer in PEERS:
         r = [row[f"{peer}_us"] / row["treduce_us"] for row in rows
              if row.get(f"{peer}_us") and row.get("treduce_us")]
         if r:
             g = math.exp(sum(map(math.log, r)) / len(r))
             lines.append(f"- geometric mean × {peer}: {g:.2f} over {len(r)} cells "
                          f"(lowest {min(r):.2f})")
-    best = [min(row[f"{p}_us"] for p in ("torch", "inductor", "cub") if row.get(f"{p}_us"))
+    best = [min(row[f"{p}_us"] for p in PEERS if row.get(f"{p}_us"))
             / row["treduce_us"] for row in rows if row.get("treduce_us")]
     lines.append(f"- cells at ≥ 1.00× the best peer: {sum(b >= 1.0 for b in best)} of {len(best)}")
     plain = [(row["plain_us"] / row["treduce_us"], row["case"]) for row in rows
@@ -417,6 +419,32 @@ def summary(rows: list[dict]) -> str:
         lines.append(f"- canonical sums/means against the plain kernels (× plain; issue 4 asks "
                      f"≥ 0.97): {len(plain) - len(slow)} of {len(plain)} cells meet it" +
                      (f"; below: {', '.join(slow)}" if slow else ""))
+    return "\n".join(lines)
+
+
+def behind(rows: list[dict]) -> str:
+    """Every cell where a peer is faster than treduce (issue 3, goal 1), slowest first: our time,
+    the fastest peer and its time, the ratio, % of the read ceiling and × plain. The reasons and
+    what would close each class are in bench/NOTES.md ("Issue 3 goals")."""
+    out = []
+    for r in rows:
+        peers = [(r[f"{p}_us"], p) for p in PEERS if r.get(f"{p}_us")]
+        if not peers or not r.get("treduce_us"):
+            continue
+        t, p = min(peers)
+        if t < r["treduce_us"]:
+            out.append((t / r["treduce_us"], r, p, t))
+    if not out:
+        return "## Cells behind the best peer (goal 1)\n\nNone."
+    lines = ["## Cells behind the best peer (goal 1)", "",
+             "Slowest first. Reasons and next steps by class: bench/NOTES.md, \"Issue 3 goals\".",
+             "", "| class | case | treduce µs | best peer | peer µs | × best | % ceiling | × plain |",
+             "|---|---|---|---|---|---|---|---|"]
+    for ratio, r, p, t in sorted(out, key=lambda e: e[0]):
+        ceil = f"{r['ceiling_us'] / r['treduce_us']:.0%}" if r.get("ceiling_us") else "—"
+        plain = f"{r['plain_us'] / r['treduce_us']:.2f}" if r.get("plain_us") else "—"
+        lines.append(f"| {r['class']} | {r['case']} | {r['treduce_us']:.1f} | {p} | {t:.1f} | "
+                     f"{ratio:.2f} | {ceil} | {plain} |")
     return "\n".join(lines)
 
 
@@ -477,7 +505,17 @@ def main() -> None:
                     help="skip the layout pairs (goal 7) and the host-overhead loop (goal 5)")
     ap.add_argument("--extras-only", action="store_true",
                     help="only the layout pairs and the host loop (extras.md, extras.json)")
+    ap.add_argument("--render", type=Path, default=None, metavar="RESULTS_JSON",
+                    help="rewrite results.md and the plots in --out from a results.json; runs "
+                         "nothing (no GPU needed)")
     args = ap.parse_args()
+    if args.render is not None:
+        data = json.loads(args.render.read_text())
+        extras = {k: v for k, v in data.items() if k not in ("meta", "rows")}
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_markdown(data["meta"], data["rows"], args.out, extras)
+        plots(data["rows"], args.out)
+        return
     if args.extras_only:
         args.out.mkdir(parents=True, exist_ok=True)
         extras = {"layouts": run_layouts(), "host_us": host_overhead()}
@@ -523,6 +561,7 @@ def write_markdown(meta: dict, rows: list[dict], out: Path, extras: dict) -> Non
             f"{fmt_table(rows)}\n\n{summary(rows)}\n")
     if extras:
         text += "\n" + fmt_extras(extras)
+    text += "\n" + behind(rows) + "\n"
     (out / "results.md").write_text(text)
 
 
