@@ -200,7 +200,8 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
     splits = choose_splits(tiles, K, batch * 2, target);
     // Splits of whole batches: a remainder is read one load at a time, each load a full memory
     // latency ((4096, 4096) bf16 amax: 171 rows per split, 43 of them single, 28.9 µs; NOTES
-    // step 45). The last split takes what is left.
+    // step 45). The last split takes what is left. K > 0 here (run_reduce fills empty
+    // reductions without a launch).
     c.per_split = ceil_div(ceil_div(K, splits), batch) * batch;
     c.splits = splits = static_cast<int>(ceil_div(K, c.per_split));
     c.step = step_digits(g.red, rows_per_step);
