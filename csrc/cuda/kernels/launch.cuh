@@ -421,6 +421,13 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     c.merge_per_thread = next_pow2(ceil_div(c.splits, c.Y));
     return std::min<int64_t>(blocks, c.splits);
   };
+  // The grid for the configuration shape() left, given its blocks per tile: split tiles get one
+  // block along x each and `blocks` along y; unsplit tiles are strided over at most
+  // kGridCapWaves waves of blocks.
+  const auto grid_of = [&](int64_t blocks) {
+    return c.splits > 1 ? dim3(static_cast<unsigned>(c.tiles), static_cast<unsigned>(blocks))
+                        : dim3(static_cast<unsigned>(std::min(c.tiles, target * kGridCapWaves)), 1);
+  };
   // Output lanes: as many as an output has leaves per round allow (x_leaves), and column layouts
   // at least their outputs side by side, up to 32 (x_columns). Taking at most the leaves also
   // for columns keeps every lane busy where an output has few leaves: (1024, 1024, 2) over dim 1
@@ -442,16 +449,11 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     int64_t best_cost = -1, best_merge = 0;
     int best_x = X;
     for (int x = X; x >= std::max(fewest, x_leaves); x /= 2) {
-      const int64_t blocks = shape(x);
-      int64_t grid, busiest;  // blocks, and rounds of the busiest block
-      if (c.splits > 1) {
-        grid = c.tiles * blocks;
-        busiest = ceil_div(c.splits, blocks) * c.rounds_per_split;
-      } else {
-        grid = std::min(c.tiles, target * kGridCapWaves);
-        busiest = ceil_div(c.tiles, grid) * c.rounds;
-      }
-      const int64_t cost = ceil_div(grid, target) * busiest;
+      const dim3 grid = grid_of(shape(x));
+      // Rounds of the busiest block, times the waves of blocks.
+      const int64_t busiest = c.splits > 1 ? ceil_div(c.splits, grid.y) * c.rounds_per_split
+                                           : ceil_div(c.tiles, grid.x) * c.rounds;
+      const int64_t cost = ceil_div(int64_t(grid.x) * grid.y, target) * busiest;
       if (best_cost < 0 || cost < best_cost ||
           (cost == best_cost && c.merge_per_thread < best_merge)) {
         best_cost = cost;
@@ -461,11 +463,8 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     }
     X = best_x;
   }
-  const int64_t blocks = shape(X);
   lc.block = dim3(kCanonThreads);
-  lc.grid = dim3(static_cast<unsigned>(c.splits > 1 ? c.tiles
-                                                    : std::min(c.tiles, target * kGridCapWaves)),
-                 static_cast<unsigned>(c.splits > 1 ? blocks : 1));
+  lc.grid = grid_of(shape(X));
   lc.partials = c.splits > 1 ? c.tiles * c.X * lc.vec * c.splits : 0;
   lc.counters = c.splits > 1 ? c.tiles : 0;
   return lc;
