@@ -398,6 +398,12 @@ def fmt_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def best_peer(row: dict) -> tuple[float, str] | None:
+    """(time, name) of the fastest peer measured on the cell, or None."""
+    peers = [(row[f"{p}_us"], p) for p in PEERS if row.get(f"{p}_us")]
+    return min(peers) if peers else None
+
+
 def summary(rows: list[dict]) -> str:
     """Geometric mean of each peer's time over ours (issue 3, goal 6), and how many cells are at
     least as fast as the best peer (goal 1)."""
@@ -409,8 +415,8 @@ def summary(rows: list[dict]) -> str:
             g = math.exp(sum(map(math.log, r)) / len(r))
             lines.append(f"- geometric mean × {peer}: {g:.2f} over {len(r)} cells "
                          f"(lowest {min(r):.2f})")
-    best = [min(row[f"{p}_us"] for p in PEERS if row.get(f"{p}_us"))
-            / row["treduce_us"] for row in rows if row.get("treduce_us")]
+    best = [best_peer(row)[0] / row["treduce_us"] for row in rows
+            if row.get("treduce_us") and best_peer(row)]
     lines.append(f"- cells at ≥ 1.00× the best peer: {sum(b >= 1.0 for b in best)} of {len(best)}")
     plain = [(row["plain_us"] / row["treduce_us"], row["case"]) for row in rows
              if row.get("plain_us") and row.get("treduce_us")]
@@ -428,10 +434,10 @@ def behind(rows: list[dict]) -> str:
     what would close each class are in bench/NOTES.md ("Issue 3 goals")."""
     out = []
     for r in rows:
-        peers = [(r[f"{p}_us"], p) for p in PEERS if r.get(f"{p}_us")]
-        if not peers or not r.get("treduce_us"):
+        best = best_peer(r)
+        if best is None or not r.get("treduce_us"):
             continue
-        t, p = min(peers)
+        t, p = best
         if t < r["treduce_us"]:
             out.append((t / r["treduce_us"], r, p, t))
     if not out:
