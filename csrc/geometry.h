@@ -125,6 +125,9 @@ struct Geometry {
   int64_t reduce_len = 1;   // K
   IndexMap kept;            // over M (in_strides: input, out_strides: output)
   IndexMap red;             // over K (in_strides only)
+  // Not shape: set per launch by the CUDA launchers (evict_first_input), read by the kernels'
+  // bulk loads (load_policy); the CPU backend ignores it.
+  bool evict_first = false;
 };
 
 // The innermost kept dim, when it is contiguous in both input and output, can be walked by

@@ -52,9 +52,11 @@ void run_cuda(const Plan& plan, at::Tensor& out) {
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const in_t* in = reinterpret_cast<const in_t*>(plan.input.const_data_ptr());
-  const Launch lc = plan_launch<Op, in_t, out_t>(plan.geom, in, sms);
+  Geometry g = plan.geom;
+  g.evict_first = evict_first_input(g, sizeof(in_t));
+  const Launch lc = plan_launch<Op, in_t, out_t>(g, in, sms);
   const SplitScratch<typename Op::acc_t> scratch(plan, lc.partials, lc.counters, stream);
-  run_launch<Op, in_t, out_t>(lc, plan.geom, in, reinterpret_cast<out_t*>(out.mutable_data_ptr()),
+  run_launch<Op, in_t, out_t>(lc, g, in, reinterpret_cast<out_t*>(out.mutable_data_ptr()),
                               scratch.partials, scratch.counters, stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -79,11 +81,13 @@ void run_canon(const Plan& plan, at::Tensor& out, const CanonOverride& force) {
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const in_t* in = reinterpret_cast<const in_t*>(plan.input.const_data_ptr());
-  const CanonLaunch lc = plan_canon<Op, in_t, out_t>(plan.geom, in, sms, force);
+  Geometry g = plan.geom;
+  g.evict_first = evict_first_input(g, sizeof(in_t));
+  const CanonLaunch lc = plan_canon<Op, in_t, out_t>(g, in, sms, force);
   TORCH_CHECK(lc.ok, "treduce.", op_name(plan.kind), ": ", plan.geom.reduce_len,
               " reduced elements per output is more than the canonical kernels support");
   const SplitScratch<typename Op::acc_t> scratch(plan, lc.partials, lc.counters, stream);
-  run_canon_launch<Op, in_t, out_t>(lc, plan.geom, in,
+  run_canon_launch<Op, in_t, out_t>(lc, g, in,
                                     reinterpret_cast<out_t*>(out.mutable_data_ptr()),
                                     scratch.partials, scratch.counters, stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();

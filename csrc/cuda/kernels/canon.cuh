@@ -64,7 +64,7 @@ constexpr int canon_vec() {
 template <class Op, class in_t, int kVec>
 __device__ __forceinline__ void fold_leaf(const in_t* __restrict__ p, const IndexMap& red,
                                           const StepDigits& one, int64_t r0, int n,
-                                          typename Op::acc_t (&a)[kVec]) {
+                                          typename Op::acc_t (&a)[kVec], bool ef) {
   using value_t = typename Op::value_t;
   using VecT = Vec<in_t, kVec>;
   constexpr int kBatch = 8;
@@ -72,15 +72,17 @@ __device__ __forceinline__ void fold_leaf(const in_t* __restrict__ p, const Inde
     int j = 0;
     for (; j + kBatch <= n; j += kBatch) {
       VecT x[kBatch];
+      const uint64_t pol = load_policy(ef);
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u) x[u] = *reinterpret_cast<const VecT*>(p + next());
+      for (int u = 0; u < kBatch; ++u)
+        x[u] = load_in(reinterpret_cast<const VecT*>(p + next()), pol);
 #pragma unroll
       for (int u = 0; u < kBatch; ++u)
 #pragma unroll
         for (int v = 0; v < kVec; ++v) a[v] = Op::reduce(a[v], to_acc<value_t>(x[u].v[v]));
     }
     for (; j < n; ++j) {
-      const VecT x = *reinterpret_cast<const VecT*>(p + next());
+      const VecT x = load_in(reinterpret_cast<const VecT*>(p + next()), load_policy(ef));
 #pragma unroll
       for (int v = 0; v < kVec; ++v) a[v] = Op::reduce(a[v], to_acc<value_t>(x.v[v]));
     }
@@ -92,7 +94,7 @@ __device__ __forceinline__ void fold_leaf(const in_t* __restrict__ p, const Inde
 // fold_leaf).
 template <class Op, class in_t>
 __device__ __forceinline__ void fold_leaf_vec(const in_t* __restrict__ p, int n,
-                                              typename Op::acc_t& a) {
+                                              typename Op::acc_t& a, bool ef) {
   using value_t = typename Op::value_t;
   constexpr int V = vec_width<in_t>();
   constexpr int kVecs = kCanonLeaf / V;
@@ -103,8 +105,9 @@ __device__ __forceinline__ void fold_leaf_vec(const in_t* __restrict__ p, int n,
 #pragma unroll            // 16-bit types end up in local memory)
     for (int b = 0; b < kVecs; b += kBatch) {
       VecT x[kBatch];
+      const uint64_t pol = load_policy(ef);
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u) x[u] = vp[b + u];
+      for (int u = 0; u < kBatch; ++u) x[u] = load_in(vp + b + u, pol);
 #pragma unroll
       for (int u = 0; u < kBatch; ++u)
 #pragma unroll
@@ -113,7 +116,7 @@ __device__ __forceinline__ void fold_leaf_vec(const in_t* __restrict__ p, int n,
     return;
   }
   for (int v = 0; v < n / V; ++v) {
-    const VecT x = vp[v];
+    const VecT x = load_in(vp + v, load_policy(ef));
 #pragma unroll
     for (int e = 0; e < V; ++e) a = Op::reduce(a, to_acc<value_t>(x.v[e]));
   }
@@ -291,7 +294,7 @@ __device__ __forceinline__ bool fold_leaves_shifted(const in_t* p, bool whole, V
 template <class Op, class in_t, int kStep = 1, int kL = 1>
 __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int lane,
                                                  Vec<in_t, vec_width<in_t>()>* stage,
-                                                 typename Op::acc_t (&a)[kL]) {
+                                                 typename Op::acc_t (&a)[kL], bool ef) {
   using S = LeafStage<in_t>;
   using value_t = typename Op::value_t;
   using VecT = Vec<in_t, S::V>;
@@ -309,8 +312,10 @@ __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int la
   const VecT* const get = stage + lane * S::kRow;
   for (int ph = 0; ph < n; ph += PL * S::V) {
     VecT x[P];  // 32 pieces x P vectors over 32 lanes: P loads each
+    const uint64_t pol = load_policy(ef);
 #pragma unroll
-    for (int u = 0; u < P; ++u) x[u] = *reinterpret_cast<const VecT*>(src[u] + lane_off + ph);
+    for (int u = 0; u < P; ++u)
+      x[u] = load_in(reinterpret_cast<const VecT*>(src[u] + lane_off + ph), pol);
 #pragma unroll
     for (int u = 0; u < P; ++u) put[u * (32 / P) * S::kRow] = x[u];
     __syncwarp();
@@ -487,12 +492,13 @@ __global__ void __launch_bounds__(kPairThreads)
   for (int64_t o0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o0 < M;
        o0 += stride * kRowsPer) {
     VecT x[kRowsPer][kNV];
+    const uint64_t pol = load_policy(g.evict_first);
 #pragma unroll
     for (int i = 0; i < kRowsPer; ++i) {
       const int64_t o = o0 + i * stride < M ? o0 + i * stride : M - 1;
       const VecT* vp = reinterpret_cast<const VecT*>(in + g.kept.in_offset(o));
 #pragma unroll
-      for (int h = 0; h < kNV; ++h) x[i][h] = vp[h];
+      for (int h = 0; h < kNV; ++h) x[i][h] = load_in(vp + h, pol);
     }
 #pragma unroll
     for (int i = 0; i < kRowsPer; ++i) {
@@ -641,9 +647,10 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
             n0 * cfg.step % (Stage::kPiece / 2) == 0) {
           acc_t b[2] = {Op::identity(), Op::identity()};
           if (cfg.step == 1)
-            fold_leaf_staged<Op, in_t, 1, 2>(l0.p, n0, lane, stage[tid >> 5], b);
+            fold_leaf_staged<Op, in_t, 1, 2>(l0.p, n0, lane, stage[tid >> 5], b, g.evict_first);
           else
-            fold_leaf_staged<Op, in_t, 2, 2>(l0.p, 2 * n0, lane, stage[tid >> 5], b);
+            fold_leaf_staged<Op, in_t, 2, 2>(l0.p, 2 * n0, lane, stage[tid >> 5], b,
+                                             g.evict_first);
           a[0] = Op::combine(b[0], b[1]);
           paired = true;
         } else {
@@ -671,9 +678,10 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
           const int n0 = __shfl_sync(kFullMask, n, 0);
           if (__all_sync(kFullMask, l.vec && n == n0) && n0 * cfg.step % Stage::kPiece == 0) {
             if (cfg.step == 1)
-              fold_leaf_staged<Op>(l.p, n0, lane, stage[tid >> 5], b);
+              fold_leaf_staged<Op>(l.p, n0, lane, stage[tid >> 5], b, g.evict_first);
             else
-              fold_leaf_staged<Op, in_t, 2>(l.p, 2 * n0, lane, stage[tid >> 5], b);
+              fold_leaf_staged<Op, in_t, 2>(l.p, 2 * n0, lane, stage[tid >> 5], b,
+                                            g.evict_first);
           } else if (shifted(l.p, l.in_run && n == kCanonLeaf, b)) {
             // Whole 16-bit leaves, every lane's the same number of elements past a 16-byte
             // boundary: folded.
@@ -684,12 +692,13 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
             fold_leaf_staged_unaligned<Op>(l.p, kPer * kCanonLeaf, lane,
                                            reinterpret_cast<float*>(stage[tid >> 5]), b[0]);
           } else if (l.vec && cfg.step == 1)
-            fold_leaf_vec<Op>(l.p, n, b[0]);
+            fold_leaf_vec<Op>(l.p, n, b[0], g.evict_first);
           else if (n > 0)
-            fold_leaf<Op, in_t, 1>(p, g.red, cfg.one, q * kCanonLeaf, n, b);
+            fold_leaf<Op, in_t, 1>(p, g.red, cfg.one, q * kCanonLeaf, n, b, g.evict_first);
         } else {
           const int n = leaf_len(q);
-          if (n > 0) fold_leaf<Op, in_t, kVec>(p, g.red, cfg.one, q * kCanonLeaf, n, b);
+          if (n > 0)
+            fold_leaf<Op, in_t, kVec>(p, g.red, cfg.one, q * kCanonLeaf, n, b, g.evict_first);
         }
 #pragma unroll
         for (int v = 0; v < kVec; ++v) a[v] = j == 0 ? b[v] : Op::combine(a[v], b[v]);

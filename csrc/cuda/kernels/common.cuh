@@ -8,6 +8,7 @@
 //                       max/min of half or bfloat16 pairs first, with the packed instructions
 //   ThreadFold          one thread's fold of vectors and single elements (rows_partial);
 //                       argmax/argmin keep the best vector whole and search it once, at the end
+//   load_policy/load_in the input's loads: 16-byte ones with an L2 policy (evict-first per launch)
 //   shfl_down           a warp shuffle for any accumulator type
 //   group_reduce        reduce across groups of G consecutive threads: the tree in shared memory
 //                       with sequential addressing (the stride halves, so the active threads stay
@@ -73,6 +74,37 @@ template <class T, int N>
 struct alignas(sizeof(T) * N) Vec {
   T v[N];
 };
+
+// The L2 cache policy of the input's 16-byte loads (load_in): evict_first when the launch asks it
+// (Geometry::evict_first, set by evict_first_input), so that the streamed input leaves L2 before
+// the lines that earlier kernels left there, dirty ones included, whose write-back otherwise
+// competes with the reads; else evict_unchanged, which measured the same as a plain load
+// (evict_normal measured 12% slower on 1 GB: NOTES step 49). Made next to each batch of loads
+// (volatile: not hoisted out of the loop), so that it holds no register across the loop.
+__device__ __forceinline__ uint64_t load_policy(bool evict_first) {
+  uint64_t first, unchanged;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(first));
+  asm volatile("createpolicy.fractional.L2::evict_unchanged.b64 %0, 1.0;" : "=l"(unchanged));
+  return evict_first ? first : unchanged;
+}
+
+// One read-only load of the input: 16-byte loads with the cache policy `pol` (one instruction);
+// smaller ones plain (lines that several loads share, as in scalar walks and misaligned staging,
+// lost up to 16% evict-first).
+template <class T>
+__device__ __forceinline__ T load_in(const T* p, uint64_t pol) {
+  if constexpr (sizeof(T) == 16) {
+    uint4 v;
+    asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p), "l"(pol));
+    T out;
+    memcpy(&out, &v, 16);
+    return out;
+  } else {
+    return *p;
+  }
+}
 
 // Max/min over half or bfloat16 inputs: pairs of values go through one packed, NaN-propagating
 // instruction (__hmax2_nan, __hmin2_nan), exact since the result is one of the inputs.

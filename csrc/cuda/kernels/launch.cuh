@@ -39,6 +39,17 @@ struct Launch {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Inputs of fewer than this many bytes are read with evict-first 16-byte loads (Geometry::
+// evict_first, load_in). After a write that leaves L2 dirty (do_bench's flush, or the kernel
+// that produced the input), a read-only stream of 64 / 128 MB took 26.2 / 42.3 µs with plain
+// loads and 23.2 / 39.1 evict-first; 256 MB the same (72.6 / 72.2), and short f32 rows of 256 MB
+// lost 6%; 1 GB 248 against 260 (NOTES step 49).
+constexpr int64_t kEvictFirstMaxBytes = int64_t(256) << 20;
+
+inline bool evict_first_input(const Geometry& g, int64_t elem_size) {
+  return g.num_outputs * g.reduce_len * elem_size < kEvictFirstMaxBytes;
+}
+
 inline int next_pow2(int64_t v) {
   int p = 1;
   while (p < v && p < (1 << 30)) p <<= 1;

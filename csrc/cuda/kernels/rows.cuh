@@ -50,7 +50,7 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
                                                            int split, int splits,
                                                            int64_t per_split,
                                                            const StepDigits& step,
-                                                           const IndexMap& vred) {
+                                                           const IndexMap& vred, bool ef) {
   constexpr int V = vec_width<in_t>();
   using VecT = Vec<in_t, V>;
   ThreadFold<Op, in_t, V> f;
@@ -63,12 +63,15 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
         int64_t v = v0 + lane;
         for (; v + (kUnroll - 1) * G < v1; v += kUnroll * G) {
           VecT x[kUnroll];
+          const uint64_t pol = load_policy(ef);
 #pragma unroll
-          for (int u = 0; u < kUnroll; ++u) x[u] = *reinterpret_cast<const VecT*>(row + next());
+          for (int u = 0; u < kUnroll; ++u)
+            x[u] = load_in(reinterpret_cast<const VecT*>(row + next()), pol);
 #pragma unroll
           for (int u = 0; u < kUnroll; ++u) f.vec(x[u], (v + u * G) * V);
         }
-        for (; v < v1; v += G) f.vec(*reinterpret_cast<const VecT*>(row + next()), v * V);
+        for (; v < v1; v += G)
+          f.vec(load_in(reinterpret_cast<const VecT*>(row + next()), load_policy(ef)), v * V);
       });
       return f.result();
     }
@@ -88,9 +91,10 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
     const int64_t stride = int64_t(splits) * chunk;
     for (int64_t base = split * chunk; base < nvec; base += stride) {
       VecT x[kUnroll];
+      const uint64_t pol = load_policy(ef);
       if (base + chunk <= nvec) {  // a whole chunk: no clamps, no predicates
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) x[u] = vp[base + u * G + lane];
+        for (int u = 0; u < kUnroll; ++u) x[u] = load_in(vp + base + u * G + lane, pol);
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) f.vec(x[u], head + (base + u * G + lane) * V);
         continue;
@@ -100,7 +104,7 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int64_t v = base + u * G + lane;
-        x[u] = vp[v < nvec ? v : nvec - 1];
+        x[u] = load_in(vp + (v < nvec ? v : nvec - 1), pol);
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
@@ -149,7 +153,7 @@ __global__ void __launch_bounds__(kRowsBlock, 4)
     if (active)
       acc = rows_partial<Op, in_t, kContig>(in + g.kept.in_offset(row), g.reduce_len, g.red, lane,
                                             G, split, cfg.splits, cfg.per_split, cfg.step,
-                                            cfg.vred);
+                                            cfg.vred, g.evict_first);
     acc = group_reduce<Op>(acc, G, smem, tid);
     if (cfg.splits == 1) {
       if (active && lane == 0)
@@ -201,12 +205,13 @@ __global__ void __launch_bounds__(kRowsBlock)
   int64_t i = int64_t(blockIdx.x) * kRowsBlock + threadIdx.x;
   for (; i + (kUnroll - 1) * stride < nvec; i += kUnroll * stride) {
     VecT x[kUnroll];
+    const uint64_t pol = load_policy(g.evict_first);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) x[u] = vp[i + u * stride];
+    for (int u = 0; u < kUnroll; ++u) x[u] = load_in(vp + i + u * stride, pol);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) rows_of(x[u], i + u * stride);
   }
-  for (; i < nvec; i += stride) rows_of(vp[i], i);
+  for (; i < nvec; i += stride) rows_of(load_in(vp + i, load_policy(g.evict_first)), i);
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     for (int64_t row = nvec * P; row < M; ++row) {
       acc_t acc = Op::identity();
