@@ -125,8 +125,8 @@ struct Geometry {
   int64_t reduce_len = 1;   // K
   IndexMap kept;            // over M (in_strides: input, out_strides: output)
   IndexMap red;             // over K (in_strides only)
-  // Not shape: set per launch by the CUDA launchers (evict_first_input), read by the kernels'
-  // bulk loads (load_policy); the CPU backend ignores it.
+  // Not shape: set per launch by the CUDA launchers (launch_geometry), read by the kernels'
+  // 16-byte loads (load_policy); the CPU backend ignores it.
   bool evict_first = false;
 };
 

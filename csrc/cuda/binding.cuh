@@ -52,8 +52,7 @@ void run_cuda(const Plan& plan, at::Tensor& out) {
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const in_t* in = reinterpret_cast<const in_t*>(plan.input.const_data_ptr());
-  Geometry g = plan.geom;
-  g.evict_first = evict_first_input(g, sizeof(in_t));
+  const Geometry g = launch_geometry(plan.geom, sizeof(in_t));
   const Launch lc = plan_launch<Op, in_t, out_t>(g, in, sms);
   const SplitScratch<typename Op::acc_t> scratch(plan, lc.partials, lc.counters, stream);
   run_launch<Op, in_t, out_t>(lc, g, in, reinterpret_cast<out_t*>(out.mutable_data_ptr()),
@@ -81,8 +80,7 @@ void run_canon(const Plan& plan, at::Tensor& out, const CanonOverride& force) {
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const in_t* in = reinterpret_cast<const in_t*>(plan.input.const_data_ptr());
-  Geometry g = plan.geom;
-  g.evict_first = evict_first_input(g, sizeof(in_t));
+  const Geometry g = launch_geometry(plan.geom, sizeof(in_t));
   const CanonLaunch lc = plan_canon<Op, in_t, out_t>(g, in, sms, force);
   TORCH_CHECK(lc.ok, "treduce.", op_name(plan.kind), ": ", plan.geom.reduce_len,
               " reduced elements per output is more than the canonical kernels support");

@@ -72,7 +72,7 @@ __device__ __forceinline__ void fold_leaf(const in_t* __restrict__ p, const Inde
     int j = 0;
     for (; j + kBatch <= n; j += kBatch) {
       VecT x[kBatch];
-      const uint64_t pol = load_policy(ef);
+      const uint64_t pol = load_policy<VecT>(ef);
 #pragma unroll
       for (int u = 0; u < kBatch; ++u)
         x[u] = load_in(reinterpret_cast<const VecT*>(p + next()), pol);
@@ -82,7 +82,7 @@ __device__ __forceinline__ void fold_leaf(const in_t* __restrict__ p, const Inde
         for (int v = 0; v < kVec; ++v) a[v] = Op::reduce(a[v], to_acc<value_t>(x[u].v[v]));
     }
     for (; j < n; ++j) {
-      const VecT x = load_in(reinterpret_cast<const VecT*>(p + next()), load_policy(ef));
+      const VecT x = load_in(reinterpret_cast<const VecT*>(p + next()), load_policy<VecT>(ef));
 #pragma unroll
       for (int v = 0; v < kVec; ++v) a[v] = Op::reduce(a[v], to_acc<value_t>(x.v[v]));
     }
@@ -105,7 +105,7 @@ __device__ __forceinline__ void fold_leaf_vec(const in_t* __restrict__ p, int n,
 #pragma unroll            // 16-bit types end up in local memory)
     for (int b = 0; b < kVecs; b += kBatch) {
       VecT x[kBatch];
-      const uint64_t pol = load_policy(ef);
+      const uint64_t pol = load_policy<VecT>(ef);
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) x[u] = load_in(vp + b + u, pol);
 #pragma unroll
@@ -116,7 +116,7 @@ __device__ __forceinline__ void fold_leaf_vec(const in_t* __restrict__ p, int n,
     return;
   }
   for (int v = 0; v < n / V; ++v) {
-    const VecT x = load_in(vp + v, load_policy(ef));
+    const VecT x = load_in(vp + v, load_policy<VecT>(ef));
 #pragma unroll
     for (int e = 0; e < V; ++e) a = Op::reduce(a, to_acc<value_t>(x.v[e]));
   }
@@ -312,7 +312,7 @@ __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int la
   const VecT* const get = stage + lane * S::kRow;
   for (int ph = 0; ph < n; ph += PL * S::V) {
     VecT x[P];  // 32 pieces x P vectors over 32 lanes: P loads each
-    const uint64_t pol = load_policy(ef);
+    const uint64_t pol = load_policy<VecT>(ef);
 #pragma unroll
     for (int u = 0; u < P; ++u)
       x[u] = load_in(reinterpret_cast<const VecT*>(src[u] + lane_off + ph), pol);
@@ -492,7 +492,7 @@ __global__ void __launch_bounds__(kPairThreads)
   for (int64_t o0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o0 < M;
        o0 += stride * kRowsPer) {
     VecT x[kRowsPer][kNV];
-    const uint64_t pol = load_policy(g.evict_first);
+    const uint64_t pol = load_policy<VecT>(g.evict_first);
 #pragma unroll
     for (int i = 0; i < kRowsPer; ++i) {
       const int64_t o = o0 + i * stride < M ? o0 + i * stride : M - 1;

@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, in_t, kVec
         constexpr int kU = cols_unroll<Op, in_t, kVec>();
         for (; r + (kU - 1) * rows_per_step < r1; r += kU * rows_per_step) {
           VecT x[kU];
-          const uint64_t pol = load_policy(g.evict_first);
+          const uint64_t pol = load_policy<VecT>(g.evict_first);
 #pragma unroll
           for (int u = 0; u < kU; ++u)
             x[u] = load_in(reinterpret_cast<const VecT*>(p + next()), pol);
@@ -187,7 +187,8 @@ __global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, in_t, kVec
           for (int u = 0; u < kU; ++u) f.add(x[u], r + u * rows_per_step);
         }
         for (; r < r1; r += rows_per_step)
-          f.add(load_in(reinterpret_cast<const VecT*>(p + next()), load_policy(g.evict_first)),
+          f.add(load_in(reinterpret_cast<const VecT*>(p + next()),
+                        load_policy<VecT>(g.evict_first)),
                 r);
       });
     }

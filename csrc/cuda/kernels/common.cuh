@@ -76,19 +76,26 @@ struct alignas(sizeof(T) * N) Vec {
 };
 
 // The L2 cache policy of the input's 16-byte loads (load_in): evict_first when the launch asks it
-// (Geometry::evict_first, set by evict_first_input), so that the streamed input leaves L2 before
+// (Geometry::evict_first, set by launch_geometry), so that the streamed input leaves L2 before
 // the lines that earlier kernels left there, dirty ones included, whose write-back otherwise
 // competes with the reads; else evict_unchanged, which measured the same as a plain load
 // (evict_normal measured 12% slower on 1 GB: NOTES step 49). Made next to each batch of loads
-// (volatile: not hoisted out of the loop), so that it holds no register across the loop.
+// (volatile: not hoisted out of the loop), so that it holds no register across the loop. T is
+// the loaded type: for loads of fewer than 16 bytes, which load_in reads plain, it makes nothing.
+template <class T>
 __device__ __forceinline__ uint64_t load_policy(bool evict_first) {
-  uint64_t first, unchanged;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(first));
-  asm volatile("createpolicy.fractional.L2::evict_unchanged.b64 %0, 1.0;" : "=l"(unchanged));
-  return evict_first ? first : unchanged;
+  if constexpr (sizeof(T) == 16) {
+    uint64_t first, unchanged;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(first));
+    asm volatile("createpolicy.fractional.L2::evict_unchanged.b64 %0, 1.0;" : "=l"(unchanged));
+    return evict_first ? first : unchanged;
+  } else {
+    return 0;
+  }
 }
 
-// One read-only load of the input: 16-byte loads with the cache policy `pol` (one instruction);
+// One read-only load of the input: 16-byte loads with the cache policy `pol` (one instruction,
+// `pol` from load_policy<T>);
 // smaller ones plain (lines that several loads share, as in scalar walks and misaligned staging,
 // lost up to 16% evict-first).
 template <class T>

@@ -46,8 +46,11 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // lost 6%; 1 GB 248 against 260 (NOTES step 49).
 constexpr int64_t kEvictFirstMaxBytes = int64_t(256) << 20;
 
-inline bool evict_first_input(const Geometry& g, int64_t elem_size) {
-  return g.num_outputs * g.reduce_len * elem_size < kEvictFirstMaxBytes;
+// The geometry a launch passes to the kernels: the plan's, with the input's load policy.
+inline Geometry launch_geometry(const Geometry& plan_geom, int64_t elem_size) {
+  Geometry g = plan_geom;
+  g.evict_first = g.num_outputs * g.reduce_len * elem_size < kEvictFirstMaxBytes;
+  return g;
 }
 
 inline int next_pow2(int64_t v) {

@@ -63,7 +63,7 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
         int64_t v = v0 + lane;
         for (; v + (kUnroll - 1) * G < v1; v += kUnroll * G) {
           VecT x[kUnroll];
-          const uint64_t pol = load_policy(ef);
+          const uint64_t pol = load_policy<VecT>(ef);
 #pragma unroll
           for (int u = 0; u < kUnroll; ++u)
             x[u] = load_in(reinterpret_cast<const VecT*>(row + next()), pol);
@@ -71,7 +71,7 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
           for (int u = 0; u < kUnroll; ++u) f.vec(x[u], (v + u * G) * V);
         }
         for (; v < v1; v += G)
-          f.vec(load_in(reinterpret_cast<const VecT*>(row + next()), load_policy(ef)), v * V);
+          f.vec(load_in(reinterpret_cast<const VecT*>(row + next()), load_policy<VecT>(ef)), v * V);
       });
       return f.result();
     }
@@ -91,7 +91,7 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
     const int64_t stride = int64_t(splits) * chunk;
     for (int64_t base = split * chunk; base < nvec; base += stride) {
       VecT x[kUnroll];
-      const uint64_t pol = load_policy(ef);
+      const uint64_t pol = load_policy<VecT>(ef);
       if (base + chunk <= nvec) {  // a whole chunk: no clamps, no predicates
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) x[u] = load_in(vp + base + u * G + lane, pol);
@@ -205,13 +205,13 @@ __global__ void __launch_bounds__(kRowsBlock)
   int64_t i = int64_t(blockIdx.x) * kRowsBlock + threadIdx.x;
   for (; i + (kUnroll - 1) * stride < nvec; i += kUnroll * stride) {
     VecT x[kUnroll];
-    const uint64_t pol = load_policy(g.evict_first);
+    const uint64_t pol = load_policy<VecT>(g.evict_first);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) x[u] = load_in(vp + i + u * stride, pol);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) rows_of(x[u], i + u * stride);
   }
-  for (; i < nvec; i += stride) rows_of(load_in(vp + i, load_policy(g.evict_first)), i);
+  for (; i < nvec; i += stride) rows_of(load_in(vp + i, load_policy<VecT>(g.evict_first)), i);
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     for (int64_t row = nvec * P; row < M; ++row) {
       acc_t acc = Op::identity();
