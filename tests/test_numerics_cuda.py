@@ -185,6 +185,70 @@ def test_cuda_bits_do_not_depend_on_launch_configuration(shape, dims, dtype, mon
                     assert_bits(torch.ops.treduce.mean(x, dims), want_mean, "mean " + spec)
 
 
+def kernels_run(fn):
+    """Names of the CUDA kernels that fn() launches (the profiler's trace)."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
+def is_latency_kernel(name):
+    # canon_kernel<Op, in_t, out_t, 1, 1, true>: the latency kernel (kLat) of launch.cuh
+    return "canon_kernel<" in name and name.split("(")[0].rstrip(" >").endswith("true")
+
+
+# (shape, dims, the latency kernel expected by default): sizes whose default plan takes it (one
+# cluster of up to 16 one-round splits per output, blocks of 32 to 256 threads; or the planned
+# splits in a cluster: (64, 4096, 8) over dim 1, 8 output lanes x 2 splits) and some that do not
+# (more blocks than SMs; 16 splits of 4 output lanes; many splits; no splits).
+LATENCY_CASES = [((17,), None, True), ((1000,), None, True), ((8192,), None, True),
+                 ((16384 + 17,), None, True), ((65536,), None, True), ((65536 + 100,), None, True),
+                 (((1 << 18) - 5,), None, True), ((8, 131072), [1], True),
+                 ((64, 4096, 8), [1], True), ((3, 70000), [1], True),
+                 ((64, 65536), [1], False), ((8, 65536, 4), [1], False),
+                 (((1 << 22) + 3,), None, False), ((2048, 8192), [1], False)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
+                         ids=str)
+@pytest.mark.parametrize("shape,dims,expected", LATENCY_CASES,
+                         ids=[case_id(c) for c in LATENCY_CASES])
+def test_cuda_latency_kernel_bits(shape, dims, expected, dtype, monkeypatch):
+    """The latency kernel (both phases of a staged leaf in flight, the splits merged through a
+    cluster's shared memory) makes the same nodes as the other kernels: its bits equal the CPU's,
+    with it forced off (lat=0) and on (lat=1) under several forced shapes. The profiler shows it
+    is the kernel that ran where the planner is expected to take it."""
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("thread-block clusters need sm_90")
+    n = math.prod(shape)
+    x = float_data(n, dtype, seed=n + 3).reshape(shape)
+    want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
+    xc = x.cuda()
+    names = kernels_run(lambda: torch.ops.treduce.sum(xc, dims))
+    assert any(map(is_latency_kernel, names)) == expected, names
+    assert_bits(torch.ops.treduce.sum(xc, dims), want, "default")
+    assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean default")
+    for spec in ("lat=0", "lat=1", "lat=1,y=256,splits=3", "lat=1,y=256,splits=16,rounds=1",
+                 "lat=1,y=64,splits=7,rounds=2", "lat=1,y=32,splits=16,rounds=1",
+                 "lat=1,y=256,splits=5,rounds=4"):
+        monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+        assert_bits(torch.ops.treduce.sum(xc, dims), want, spec)
+        assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean " + spec)
+    monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "lat=0")
+    assert not any(map(is_latency_kernel, kernels_run(lambda: torch.ops.treduce.sum(xc, dims))))
+    # A forced shape whose splits fit a cluster takes the latency kernel: (1 << 18) - 5 elements
+    # are 4096 leaves (the last of 59), 16 rounds of 256 leaf lanes: 4 splits of 4 rounds, whose
+    # round nodes go through each block's counter before the cluster's merge.
+    monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "lat=1,y=256,splits=4,rounds=4")
+    z = float_data((1 << 18) - 5, dtype, seed=5)
+    zc = z.cuda()
+    assert any(map(is_latency_kernel, kernels_run(lambda: torch.ops.treduce.sum(zc))))
+    assert_bits(torch.ops.treduce.sum(zc), torch.ops.treduce.sum(z), "lat=1,splits=4,rounds=4")
+
+
 MERGE_CASES = [(torch.float32, (1 << 25) + 17, ("",)),  # 2049 rounds
                (torch.bfloat16, (1 << 26) + 17, (",per=1", ",per=2"))]  # 4097 or 2049 rounds
 
@@ -210,7 +274,7 @@ def test_cuda_bits_of_merges_with_many_splits(dtype, n, pers, monkeypatch):
 
 def test_launch_override_is_validated(monkeypatch):
     x = torch.randn(1000, device="cuda")
-    for bad in ("y=3", "y=512", "splits=0", "rounds=3", "per=3", "grid=4", "fast"):
+    for bad in ("y=3", "y=512", "splits=0", "rounds=3", "per=3", "lat=2", "grid=4", "fast"):
         monkeypatch.setenv("TREDUCE_CANON_LAUNCH", bad)
         with pytest.raises(RuntimeError, match="TREDUCE_CANON_LAUNCH"):
             torch.ops.treduce.sum(x)

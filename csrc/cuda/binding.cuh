@@ -61,9 +61,10 @@ void run_cuda(const Plan& plan, at::Tensor& out) {
 }
 
 // The forced configuration of the canonical kernels, from the environment variable
-// TREDUCE_CANON_LAUNCH (read at every call; tests use it): "y=Y,per=P,splits=S,rounds=R" forces
-// Y leaf lanes per block, P adjacent leaves per thread and round, S blocks per output tile and R
-// rounds per split (each optional; a split is a node of the tree that one block computes);
+// TREDUCE_CANON_LAUNCH (read at every call; tests use it): "y=Y,per=P,splits=S,rounds=R,lat=L"
+// forces Y leaf lanes per block, P adjacent leaves per thread and round, S blocks per output
+// tile, R rounds per split (each optional; a split is a node of the tree that one block
+// computes) and the latency kernel off (L = 0) or wherever the shape allows it (L = 1);
 // "plain" sends floating sums and means to the plain, uncompensated kernels instead (the bench's
 // baseline). See reduce_cuda.cu.
 struct CanonMode {
@@ -81,7 +82,8 @@ void run_canon(const Plan& plan, at::Tensor& out, const CanonOverride& force) {
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const in_t* in = reinterpret_cast<const in_t*>(plan.input.const_data_ptr());
   const Geometry g = launch_geometry(plan.geom, sizeof(in_t));
-  const CanonLaunch lc = plan_canon<Op, in_t, out_t>(g, in, sms, force);
+  const bool clusters = at::cuda::getCurrentDeviceProperties()->major >= 9;
+  const CanonLaunch lc = plan_canon<Op, in_t, out_t>(g, in, sms, force, clusters);
   TORCH_CHECK(lc.ok, "treduce.", op_name(plan.kind), ": ", plan.geom.reduce_len,
               " reduced elements per output is more than the canonical kernels support");
   const SplitScratch<typename Op::acc_t> scratch(plan, lc.partials, lc.counters, stream);

@@ -70,12 +70,16 @@ CanonMode canon_mode() {
       TORCH_CHECK(value == 1 || value == 2, "TREDUCE_CANON_LAUNCH: per must be 1 or 2 (got '",
                   item, "')");
       m.force.per = static_cast<int>(value);
+    } else if (key == "lat") {
+      TORCH_CHECK(value == 0 || value == 1, "TREDUCE_CANON_LAUNCH: lat must be 0 or 1 (got '",
+                  item, "')");
+      m.force.lat = static_cast<int>(value);
     } else if (key == "splits") {
       TORCH_CHECK(value >= 1 && value <= 65535, "TREDUCE_CANON_LAUNCH: splits must be from 1 "
                   "to 65535 (got '", item, "')");
       m.force.splits = static_cast<int>(value);
     } else {
-      TORCH_CHECK(false, "TREDUCE_CANON_LAUNCH: expected 'plain' or 'y=Y,per=P,splits=S,rounds=R', got '",
+      TORCH_CHECK(false, "TREDUCE_CANON_LAUNCH: expected 'plain' or 'y=Y,per=P,splits=S,rounds=R,lat=L', got '",
                   spec, "'");
     }
     pos = end + 1;

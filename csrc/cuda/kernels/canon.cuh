@@ -36,6 +36,7 @@ namespace treduce {
 
 constexpr int kCanonThreads = 256;
 constexpr int kCanonLevels = 21;         // binary-counter levels: at most 2^20 rounds per split
+constexpr int kClusterSlots = 32;        // the latency kernel: splits x output lanes at most
 
 struct CanonConfig {
   int X;                     // output lanes per block (power of two)
@@ -90,15 +91,15 @@ __device__ __forceinline__ void fold_leaf(const in_t* __restrict__ p, const Inde
 }
 
 // n contiguous elements (n a multiple of V, n <= kCanonLeaf) starting at a 16-byte boundary:
-// 16-byte loads, in batches of eight in flight, folded in increasing r (the same additions as
-// fold_leaf).
-template <class Op, class in_t>
+// 16-byte loads, in batches of kMaxBatch (eight; sixteen in the latency kernels) in flight,
+// folded in increasing r (the same additions as fold_leaf).
+template <class Op, class in_t, int kMaxBatch = 8>
 __device__ __forceinline__ void fold_leaf_vec(const in_t* __restrict__ p, int n,
                                               typename Op::acc_t& a, bool ef) {
   using value_t = typename Op::value_t;
   constexpr int V = vec_width<in_t>();
   constexpr int kVecs = kCanonLeaf / V;
-  constexpr int kBatch = kVecs < 8 ? kVecs : 8;
+  constexpr int kBatch = kVecs < kMaxBatch ? kVecs : kMaxBatch;
   using VecT = Vec<in_t, V>;
   const VecT* __restrict__ vp = reinterpret_cast<const VecT*>(p);
   if (n == kCanonLeaf) {  // a whole leaf: unpredicated batches (predicated vector loads of
@@ -291,7 +292,11 @@ __device__ __forceinline__ bool fold_leaves_shifted(const in_t* p, bool whole, V
   return true;
 }
 
-template <class Op, class in_t, int kStep = 1, int kL = 1>
+//
+// kPh phases' loads are issued together (the latency kernels, canon_kernel<..., kLat = true>:
+// one memory latency per two phases; their registers allow it): a phase past n re-reads the
+// last phase and is not folded, so that the loads stay unconditional.
+template <class Op, class in_t, int kStep = 1, int kL = 1, int kPh = 1>
 __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int lane,
                                                  Vec<in_t, vec_width<in_t>()>* stage,
                                                  typename Op::acc_t (&a)[kL], bool ef) {
@@ -310,26 +315,35 @@ __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int la
   const int64_t lane_off = (w / PL) * int64_t(n) + (w % PL) * S::V;
   VecT* const put = stage + (lane / P) * S::kRow + w;
   const VecT* const get = stage + lane * S::kRow;
-  for (int ph = 0; ph < n; ph += PL * S::V) {
-    VecT x[P];  // 32 pieces x P vectors over 32 lanes: P loads each
+  constexpr int kPhase = PL * S::V;  // memory elements of each leaf per phase
+  for (int ph = 0; ph < n; ph += kPh * kPhase) {
+    VecT x[kPh][P];  // 32 pieces x P vectors over 32 lanes: P loads each per phase
     const uint64_t pol = load_policy<VecT>(ef);
 #pragma unroll
-    for (int u = 0; u < P; ++u)
-      x[u] = load_in(reinterpret_cast<const VecT*>(src[u] + lane_off + ph), pol);
+    for (int i = 0; i < kPh; ++i) {
+      const int at = i == 0 ? ph : min(ph + i * kPhase, n - kPhase);
 #pragma unroll
-    for (int u = 0; u < P; ++u) put[u * (32 / P) * S::kRow] = x[u];
-    __syncwarp();
-#pragma unroll
-    for (int v = 0; v < PL; ++v) {
-      VecT y[kL];
-#pragma unroll
-      for (int l = 0; l < kL; ++l) y[l] = get[l * PL + v];
-#pragma unroll
-      for (int e = 0; e < S::V; e += kStep)
-#pragma unroll
-        for (int l = 0; l < kL; ++l) a[l] = Op::reduce(a[l], to_acc<value_t>(y[l].v[e]));
+      for (int u = 0; u < P; ++u)
+        x[i][u] = load_in(reinterpret_cast<const VecT*>(src[u] + lane_off + at), pol);
     }
-    __syncwarp();  // the next phase overwrites the stage
+#pragma unroll
+    for (int i = 0; i < kPh; ++i) {
+      if (i > 0 && ph + i * kPhase >= n) break;  // warp-uniform: n is the same on every lane
+#pragma unroll
+      for (int u = 0; u < P; ++u) put[u * (32 / P) * S::kRow] = x[i][u];
+      __syncwarp();
+#pragma unroll
+      for (int v = 0; v < PL; ++v) {
+        VecT y[kL];
+#pragma unroll
+        for (int l = 0; l < kL; ++l) y[l] = get[l * PL + v];
+#pragma unroll
+        for (int e = 0; e < S::V; e += kStep)
+#pragma unroll
+          for (int l = 0; l < kL; ++l) a[l] = Op::reduce(a[l], to_acc<value_t>(y[l].v[e]));
+      }
+      __syncwarp();  // the next phase overwrites the stage
+    }
   }
 }
 
@@ -535,14 +549,37 @@ constexpr int canon_per() {
 }
 
 // Three blocks per SM (at most 85 registers) keep enough loads in flight.
-template <class Op, class in_t, class out_t, int kVec, int kPer = 1>
-__global__ void __launch_bounds__(kCanonThreads, 3)
+//
+// kLat: the latency kernel, for launches of at most about one wave (small full sums, long rows;
+// the host chooses it, launch.cuh): a block may be X * Y < kCanonThreads threads, a staged
+// leaf's two phases are loaded together and a lone lane's leaf in batches of sixteen (one memory
+// latency per leaf instead of two), and the splits of a tile are the blocks of one thread-block
+// cluster (gridDim.y = splits <= 16, one split each, splits <= Y, splits * X <= kClusterSlots,
+// as 16-bit inputs leave only 512 bytes of the 48 KB of static shared memory): each block
+// stores its node into the shared memory of the cluster's first block (st.async), which waits
+// for their bytes on an mbarrier and merges them, in place of the partials in global memory,
+// the fence and the atomic arrival. The same nodes and the same tree: the bits do not change.
+template <class Op, class in_t, class out_t, int kVec, int kPer = 1, bool kLat = false>
+__global__ void __launch_bounds__(kCanonThreads, kLat ? 2 : 3)
     canon_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
                  const CanonConfig cfg, typename Op::acc_t* __restrict__ partials,
                  unsigned* __restrict__ counters) {
+  static_assert(!kLat || (kVec == 1 && kPer == 1), "the latency kernel: one leaf, one output");
+  constexpr int kPh = kLat ? 2 : 1;          // fold_leaf_staged's phases in flight
+  constexpr int kVecBatch = kLat ? 16 : 8;   // fold_leaf_vec's loads in flight
   using acc_t = typename Op::acc_t;
   using Stage = LeafStage<in_t>;
   __shared__ acc_t sm[kCanonThreads * kVec];
+  // kLat: the split nodes of the cluster, [split][output lane], in its first block, then that
+  // block's mbarrier, which counts their bytes.
+  __shared__ __align__(16) acc_t cluster_nodes[kLat ? kClusterSlots + 16 / sizeof(acc_t) : 1];
+  uint64_t* const cluster_bar = reinterpret_cast<uint64_t*>(cluster_nodes + kClusterSlots);
+  if constexpr (kLat) {
+    if (cfg.splits > 1) {
+      if (threadIdx.x == 0 && cluster_rank() == 0) cluster_bar_init(cluster_bar, 1);
+      cluster_arrive_relaxed();  // this block has started (and the first block's mbarrier exists)
+    }
+  }
   __shared__ Vec<in_t, Stage::V> stage[kCanonThreads / 32][Stage::kStageVecs];
   // One float output per thread keeps the round counter's low levels in shared memory (below).
   constexpr bool kSmemRounds = kVec == 1 && sizeof(acc_t) <= 8;
@@ -678,7 +715,8 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
           const int n0 = __shfl_sync(kFullMask, n, 0);
           if (__all_sync(kFullMask, l.vec && n == n0) && n0 * cfg.step % Stage::kPiece == 0) {
             if (cfg.step == 1)
-              fold_leaf_staged<Op>(l.p, n0, lane, stage[tid >> 5], b, g.evict_first);
+              fold_leaf_staged<Op, in_t, 1, 1, kPh>(l.p, n0, lane, stage[tid >> 5], b,
+                                                  g.evict_first);
             else
               fold_leaf_staged<Op, in_t, 2>(l.p, 2 * n0, lane, stage[tid >> 5], b,
                                             g.evict_first);
@@ -692,7 +730,7 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
             fold_leaf_staged_unaligned<Op>(l.p, kPer * kCanonLeaf, lane,
                                            reinterpret_cast<float*>(stage[tid >> 5]), b[0]);
           } else if (l.vec && cfg.step == 1)
-            fold_leaf_vec<Op>(l.p, n, b[0], g.evict_first);
+            fold_leaf_vec<Op, in_t, kVecBatch>(l.p, n, b[0], g.evict_first);
           else if (n > 0)
             fold_leaf<Op, in_t, 1>(p, g.red, cfg.one, q * kCanonLeaf, n, b, g.evict_first);
         } else {
@@ -713,6 +751,16 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
 #pragma unroll
       for (int v = 0; v < kVec; ++v) a[v] = counter_result<Op>(round_levels(v), k1 - k0);
     }
+    if (kLat && cfg.splits > 1) {  // this split's node, to the cluster's first block
+      cluster_wait();  // every block of the cluster has started (every thread takes part)
+      if (ty == 0) {
+        if (split == 0)  // (the cluster's rank: gridDim.y = splits = the cluster's size)
+          cluster_nodes[tx] = a[0];  // read back by this same thread
+        else
+          cluster_store_async(&cluster_nodes[split * X + tx], a[0], cluster_bar, 0);
+      }
+      continue;
+    }
     if (cfg.splits > 1) {  // leave this split's node; the tile's last arrival merges them
       acc_t* slots = tile_slots(tile);
       if (ty == 0) {
@@ -723,7 +771,24 @@ __global__ void __launch_bounds__(kCanonThreads, 3)
     }
     if (ty == 0 && active) store(o0, a);
   }
-  if (cfg.splits > 1) {
+  if constexpr (kLat) {
+    if (cfg.splits > 1) {
+      // The tile's splits are the cluster's blocks: once every node is in the first block's
+      // shared memory, that block merges them by the tree over the split index (node ty of
+      // output lane tx in thread ty * X + tx; missing nodes are the identity). The other blocks
+      // are done: their stores complete on the first block's mbarrier.
+      if (cluster_rank() != 0) return;
+      if (threadIdx.x == 0)
+        cluster_bar_expect(cluster_bar, static_cast<unsigned>((cfg.splits - 1) * X * sizeof(acc_t)));
+      cluster_bar_wait(cluster_bar, 0);
+      acc_t a[1] = {ty < cfg.splits ? cluster_nodes[tid] : Op::identity()};
+      int ym = 1;
+      while (ym < cfg.splits) ym <<= 1;
+      tree_over_y<Op, 1>(a, X, ym, tid, sm);
+      const int64_t o0 = int64_t(blockIdx.x) * X + tx;
+      if (ty == 0 && o0 < M) store(o0, a);
+    }
+  } else if (cfg.splits > 1) {
     // The block's splits were all of tile blockIdx.x: one arrival for all of them (an arrival per
     // split measured 1-8% of full sums' time, more the shorter the splits). The last block
     // merges the tile's splits: thread ty takes splits ty*c .. ty*c + c - 1 (missing ones are

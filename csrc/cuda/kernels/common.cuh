@@ -17,6 +17,9 @@
 //                       dim, a Walker (no divisions) for several
 //   arrive_last         the cross-block combine: publish partials, count arrivals, and tell the
 //                       last block of a tile that it may combine them; it resets the counter
+//   cluster_*           thread-block clusters (sm_90): the cluster barrier, the block's rank, and
+//                       stores into another block's shared memory that complete on its mbarrier,
+//                       for combines without global memory
 //
 // Cost notes: group_reduce takes log2(G) steps, of which log2(G/32) need a __syncthreads(); the
 // cross-block combine adds one atomic per block and one read of S partials per output, all in the
@@ -328,6 +331,88 @@ __device__ __forceinline__ void walk_offsets(const IndexMap& m, int64_t r, int64
 // (canon_kernel: the n splits it took). Returns true, in every thread, for the block whose
 // arrival completes the `expected`; that block then reads all partials (with load_cg). The
 // counter is back at zero when the kernel ends, ready for the next launch.
+// Thread-block clusters (sm_90; the launchers use them only there). Every thread of every block
+// of the cluster must take part in each barrier phase: arrive, then wait. A relaxed arrival
+// orders nothing (a first phase that only says every block has started, before any block touches
+// another's shared memory); the default arrival releases this thread's writes and the wait
+// acquires the others'.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+// The block's rank in its cluster.
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
+  return r;
+}
+// An mbarrier (8 bytes of shared memory, 8-byte aligned) that completes its first phase after
+// `count` arrivals and the bytes they expect; the fence makes it visible to the cluster's other
+// blocks once the barrier phase that follows orders them after it (arrive, even relaxed, here;
+// wait there).
+__device__ __forceinline__ void cluster_bar_init(uint64_t* bar, unsigned count) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(b), "r"(count) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+// This thread's arrival at `bar`, which then also waits for `bytes` of asynchronous stores.
+__device__ __forceinline__ void cluster_bar_expect(uint64_t* bar, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(bytes)
+               : "memory");
+#endif
+}
+// Waits until phase `parity` of `bar` completes; the stores it counted are then visible.
+__device__ __forceinline__ void cluster_bar_wait(uint64_t* bar, unsigned parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(done)
+        : "r"(b), "r"(parity)
+        : "memory");
+  } while (!done);
+#endif
+}
+// Stores `x` into shared variable `dst` of the cluster's block `rank`, a 32-bit word at a time,
+// each completing its 4 bytes on that block's `bar` (st.async: no fence, no cluster barrier).
+template <class T>
+__device__ __forceinline__ void cluster_store_async(T* dst, const T& x, uint64_t* bar,
+                                                    unsigned rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  static_assert(sizeof(T) % 4 == 0, "whole 32-bit words");
+  unsigned w[sizeof(T) / 4];
+  memcpy(w, &x, sizeof(T));
+  unsigned d, b;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(d)
+               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(b)
+               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(bar))), "r"(rank));
+#pragma unroll
+  for (int i = 0; i < static_cast<int>(sizeof(T) / 4); ++i)
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
+                     d + 4 * i),
+                 "r"(w[i]), "r"(b)
+                 : "memory");
+#endif
+}
+
 __device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned expected, unsigned n = 1) {
   __shared__ bool last;
   __threadfence();  // make this thread's partials visible before the block is counted

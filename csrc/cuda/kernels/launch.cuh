@@ -92,6 +92,62 @@ int occupancy(Kernel kernel, int threads) {
   return n > 0 ? n : 1;
 }
 
+// A launch configuration with clusters of `cy` blocks along y; `at` holds its attribute.
+inline cudaLaunchConfig_t cluster_config(dim3 grid, dim3 block, unsigned cy, cudaStream_t stream,
+                                         cudaLaunchAttribute& at) {
+  at = cudaLaunchAttribute{};
+  at.id = cudaLaunchAttributeClusterDimension;
+  at.val.clusterDim.x = 1;
+  at.val.clusterDim.y = cy;
+  at.val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cfg.attrs = &at;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
+// The largest thread-block cluster, up to 16 blocks of `threads` threads of `kernel`, that the
+// GPU can place (sizes over 8 are allowed for the kernel here), or 1 where none fits.
+template <class Kernel>
+int max_cluster(Kernel kernel, int threads) {
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();
+    return 1;
+  }
+  for (unsigned s = 16; s > 1; s /= 2) {
+    cudaLaunchAttribute at;
+    const cudaLaunchConfig_t cfg = cluster_config(dim3(1, s, 1), dim3(threads), s, nullptr, at);
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) == cudaSuccess && n > 0)
+      return static_cast<int>(s);
+    (void)cudaGetLastError();
+  }
+  return 1;
+}
+
+// Launches `kernel` with clusters of `cy` blocks along y (gridDim.y a multiple of cy). Clusters
+// of more than 8 need the kernel's non-portable attribute on the current device, set here once
+// per device. A failed launch leaves its error for the caller's launch check.
+template <class... Params, class... Args>
+void launch_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, unsigned cy,
+                    cudaStream_t stream, Args... args) {
+  if (cy > 8) {
+    static bool allowed[64] = {};
+    int dev = 0;
+    if (cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < 64 && !allowed[dev])
+      allowed[dev] = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed,
+                                          1) == cudaSuccess;
+  }
+  cudaLaunchAttribute at;
+  const cudaLaunchConfig_t cfg = cluster_config(grid, block, cy, stream, at);
+  (void)cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...);
+}
+
 // Occupancy of the kernel that run_launch() will start for `s`, computed once per kernel.
 template <class Op, class in_t, class out_t>
 int blocks_per_sm(Strategy s, bool vec_cols, bool packed) {
@@ -295,6 +351,8 @@ struct CanonOverride {
   int splits = 0;  // blocks per tile along K
   int rounds = 0;  // rounds per split (a power of two)
   int per = 0;     // leaves per thread per round (1 or 2)
+  int lat = -1;    // the latency kernel (kLat): -1 automatic, 0 never, 1 wherever the shape
+                   // allows it (splits <= the cluster limit and <= Y, one split per block)
 };
 
 struct CanonLaunch {
@@ -303,11 +361,19 @@ struct CanonLaunch {
   bool packed = false;  // rows of K = 2, 4, 8, 16 inside 16-byte vectors: packed_rows_kernel,
   int64_t packed_vecs = 0;  // whose in-order fold of a whole row is the canonical order (one leaf)
   int vec = 1;  // outputs per thread (canon_vec() or 1)
+  bool lat = false;  // canon_kernel<..., kLat = true>: clusters of cfg.splits blocks along y
   dim3 grid, block;
   int64_t partials = 0;
   int64_t counters = 0;
   bool ok = true;  // false: more split tiles than counters (K over 2^20 rounds, many tiles)
 };
+
+// The largest cluster the latency kernel can be launched with (max_cluster), once per kernel.
+template <class Op, class in_t, class out_t>
+int canon_max_cluster() {
+  static const int n = max_cluster(canon_kernel<Op, in_t, out_t, 1, 1, true>, kCanonThreads);
+  return n;
+}
 
 template <class Op, class in_t, class out_t>
 int canon_blocks_per_sm(int vec, int per = 1) {
@@ -341,8 +407,11 @@ int pair_rows(const Geometry& g, const void* in) {
 // column layouts put at least up to 32 output lanes side by side (each reading kVec neighbouring
 // outputs). Then the splits, as for the other kernels, rounded so that each split is
 // a power-of-two run of rounds.
+//
+// `clusters`: the GPU has thread-block clusters (sm_90), which the latency kernel needs.
 template <class Op, class in_t, class out_t>
-CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const CanonOverride& ov) {
+CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const CanonOverride& ov,
+                       bool clusters) {
   CanonLaunch lc;
   CanonConfig& c = lc.cfg;
   const int64_t M = g.num_outputs, K = g.reduce_len;
@@ -479,8 +548,39 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   }
   lc.block = dim3(kCanonThreads);
   lc.grid = grid_of(shape(X));
-  lc.partials = c.splits > 1 ? c.tiles * c.X * lc.vec * c.splits : 0;
-  lc.counters = c.splits > 1 ? c.tiles : 0;
+  // The latency kernel (kLat: one memory latency per leaf, the splits merged in a cluster) for
+  // one output per thread and one leaf per round, where every block has an SM of its own.
+  // Automatic: for reduced elements in runs (rows, full sums), one output lane and the fewest
+  // leaf lanes (from a warp) that give every output at most one cluster of one-round splits;
+  // else the planned shape when its splits fit a cluster. Mid dims (8, 65536, 4) over dim 1,
+  // whose leaves are strided, took 25.4 µs as one output lane against 14.7 planned; (64, 65536)
+  // over dim 1 in clusters at two blocks per SM 15.9 against 15.5 (NOTES step 51). A forced
+  // lat = 1 takes the forced or planned shape wherever its splits fit.
+  const bool lat_auto = ov.lat < 0 && !forced;
+  if (clusters && (lat_auto || ov.lat > 0) && lc.vec == 1 && c.per == 1) {
+    const int most = canon_max_cluster<Op, in_t, out_t>();
+    for (int y = 32; lat_auto && c.step == 1 && !lc.lat && y <= kCanonThreads; y *= 2) {
+      const int64_t rounds = ceil_div(c.leaves, y);
+      if (rounds > most || M * rounds > sm_count) continue;
+      c.X = 1;
+      c.Y = y;
+      c.rounds = rounds;
+      c.tiles = M;
+      c.splits = static_cast<int>(rounds);
+      c.rounds_per_split = 1;
+      c.merge_per_thread = 1;
+      lc.block = dim3(static_cast<unsigned>(y));
+      lc.grid = dim3(static_cast<unsigned>(M), static_cast<unsigned>(rounds));
+      lc.lat = true;
+    }
+    if (!lc.lat)
+      lc.lat = c.splits <= most && c.splits <= c.Y && c.splits * c.X <= kClusterSlots &&
+               lc.grid.y == unsigned(c.splits) &&
+               (ov.lat > 0 || (c.splits > 1 && int64_t(lc.grid.x) * lc.grid.y <= sm_count));
+  }
+  const bool global_merge = c.splits > 1 && !lc.lat;
+  lc.partials = global_merge ? c.tiles * c.X * lc.vec * c.splits : 0;
+  lc.counters = global_merge ? c.tiles : 0;
   return lc;
 }
 
@@ -497,6 +597,15 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
   }
   if (lc.pair == 4) {
     pair_rows_kernel<Op, in_t, out_t, 4><<<lc.grid, lc.block, 0, stream>>>(in, out, g);
+    return;
+  }
+  if (lc.lat) {
+    const auto kernel = canon_kernel<Op, in_t, out_t, 1, 1, true>;
+    if (lc.cfg.splits > 1)
+      launch_cluster(kernel, lc.grid, lc.block, static_cast<unsigned>(lc.cfg.splits), stream,
+                     in, out, g, lc.cfg, partials, counters);
+    else
+      kernel<<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cfg, partials, counters);
     return;
   }
   constexpr int V = canon_vec<in_t>();
