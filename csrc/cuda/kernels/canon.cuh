@@ -292,10 +292,10 @@ __device__ __forceinline__ bool fold_leaves_shifted(const in_t* p, bool whole, V
   return true;
 }
 
-//
-// kPh phases' loads are issued together (the latency kernels, canon_kernel<..., kLat = true>:
-// one memory latency per two phases; their registers allow it): a phase past n re-reads the
-// last phase and is not folded, so that the loads stay unconditional.
+// kPh phases' loads are issued together where a leaf has that many (the latency kernels,
+// canon_kernel<..., kLat = true>: one memory latency per two phases; their registers allow it):
+// a phase past n re-reads the last phase and is not folded, so that the loads stay
+// unconditional. A 16-bit leaf is one phase of one leaf per lane (P vectors of 8).
 template <class Op, class in_t, int kStep = 1, int kL = 1, int kPh = 1>
 __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int lane,
                                                  Vec<in_t, vec_width<in_t>()>* stage,
@@ -316,18 +316,20 @@ __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int la
   VecT* const put = stage + (lane / P) * S::kRow + w;
   const VecT* const get = stage + lane * S::kRow;
   constexpr int kPhase = PL * S::V;  // memory elements of each leaf per phase
-  for (int ph = 0; ph < n; ph += kPh * kPhase) {
-    VecT x[kPh][P];  // 32 pieces x P vectors over 32 lanes: P loads each per phase
+  constexpr int kLeafPhases = kCanonLeaf * kStep / kPhase > 1 ? kCanonLeaf * kStep / kPhase : 1;
+  constexpr int kN = kPh < kLeafPhases ? kPh : kLeafPhases;  // phases in flight
+  for (int ph = 0; ph < n; ph += kN * kPhase) {
+    VecT x[kN][P];  // 32 pieces x P vectors over 32 lanes: P loads each per phase
     const uint64_t pol = load_policy<VecT>(ef);
 #pragma unroll
-    for (int i = 0; i < kPh; ++i) {
+    for (int i = 0; i < kN; ++i) {
       const int at = i == 0 ? ph : min(ph + i * kPhase, n - kPhase);
 #pragma unroll
       for (int u = 0; u < P; ++u)
         x[i][u] = load_in(reinterpret_cast<const VecT*>(src[u] + lane_off + at), pol);
     }
 #pragma unroll
-    for (int i = 0; i < kPh; ++i) {
+    for (int i = 0; i < kN; ++i) {
       if (i > 0 && ph + i * kPhase >= n) break;  // warp-uniform: n is the same on every lane
 #pragma unroll
       for (int u = 0; u < P; ++u) put[u * (32 / P) * S::kRow] = x[i][u];

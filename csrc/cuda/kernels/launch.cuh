@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <type_traits>
 
 #include "../../geometry.h"
@@ -137,11 +138,12 @@ template <class... Params, class... Args>
 void launch_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, unsigned cy,
                     cudaStream_t stream, Args... args) {
   if (cy > 8) {
-    static bool allowed[64] = {};
+    static std::atomic<bool> allowed[64] = {};  // calls may come from several host threads
     int dev = 0;
-    if (cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < 64 && !allowed[dev])
-      allowed[dev] = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed,
-                                          1) == cudaSuccess;
+    if (cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < 64 && !allowed[dev].load())
+      allowed[dev].store(cudaFuncSetAttribute(
+                             kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
+                         cudaSuccess);
   }
   cudaLaunchAttribute at;
   const cudaLaunchConfig_t cfg = cluster_config(grid, block, cy, stream, at);
