@@ -354,7 +354,8 @@ struct CanonOverride {
   int rounds = 0;  // rounds per split (a power of two)
   int per = 0;     // leaves per thread per round (1 or 2)
   int lat = -1;    // the latency kernel (kLat): -1 automatic, 0 never, 1 wherever the shape
-                   // allows it (splits <= the cluster limit and <= Y, one split per block)
+                   // allows it (one split per block; splits <= the cluster limit, <= Y, and
+                   // splits x output lanes <= kClusterSlots)
 };
 
 struct CanonLaunch {
