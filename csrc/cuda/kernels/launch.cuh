@@ -13,7 +13,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <queue>
 #include <type_traits>
+#include <vector>
 
 #include "../../geometry.h"
 #include "canon.cuh"
@@ -44,7 +46,8 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // evict_first, load_in). After a write that leaves L2 dirty (do_bench's flush, or the kernel
 // that produced the input), a read-only stream of 64 / 128 MB took 26.2 / 42.3 µs with plain
 // loads and 23.2 / 39.1 evict-first; 256 MB the same (72.6 / 72.2), and short f32 rows of 256 MB
-// lost 6%; 1 GB 248 against 260 (NOTES step 49).
+// lost 6%; 1 GB 248 against 260 (NOTES step 49). Plain loads below 16 MB measured no faster
+// (NOTES step 54).
 constexpr int64_t kEvictFirstMaxBytes = int64_t(256) << 20;
 
 // The geometry a launch passes to the kernels: the plan's, with the input's load policy.
@@ -80,6 +83,31 @@ inline int choose_splits(int64_t tiles, int64_t units, int64_t min_units, int64_
     }
   }
   return static_cast<int>(best);
+}
+
+// The makespan, in rounds, of a grid of `tiles` x `blocks` whose block y takes splits y,
+// y + blocks, ... of `splits` (`rps` rounds each), the blocks started in launch order (x
+// fastest) on `slots` resident slots, each block on the first slot free. Grids of more than
+// 2^16 blocks are costed as whole waves of the busiest block.
+inline int64_t listed_makespan(int64_t tiles, int64_t blocks, int64_t splits, int64_t rps,
+                               int64_t slots) {
+  const int64_t busiest = ceil_div(splits, blocks) * rps;
+  if (tiles * blocks > (int64_t(1) << 16) || slots < 1)
+    return ceil_div(tiles * blocks, std::max<int64_t>(slots, 1)) * busiest;
+  if (tiles * blocks <= slots) return busiest;
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> free_at;
+  for (int64_t i = 0; i < slots; ++i) free_at.push(0);
+  int64_t end = 0;
+  for (int64_t y = 0; y < blocks; ++y) {
+    const int64_t rounds = ceil_div(splits - y, blocks) * rps;
+    for (int64_t x = 0; x < tiles; ++x) {
+      const int64_t t = free_at.top() + rounds;
+      free_at.pop();
+      free_at.push(t);
+      end = std::max(end, t);
+    }
+  }
+  return end;
 }
 
 // Resident blocks per SM of `kernel` at `threads` threads (at least 1).
@@ -505,7 +533,12 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     c.rounds_per_split = rps;
     lc.ok = c.splits == 1 || countable;
     c.merge_per_thread = next_pow2(ceil_div(c.splits, c.Y));
-    return std::min<int64_t>(blocks, c.splits);
+    blocks = std::min<int64_t>(blocks, c.splits);
+    // Columns: the fewest blocks that keep the busiest block's splits (the tile's blocks take
+    // them in turn). Narrow columns (1048576, 32) as 2 x 198 blocks of 1-2 splits took 51.9 µs,
+    // as 2 x 128 of 2 splits 50.8; (262144, 128) 4 x 99 47.6, 4 x 64 46.9 (NOTES step 54).
+    if (lc.vec > 1 && ov.splits == 0) blocks = ceil_div(c.splits, ceil_div(c.splits, blocks));
+    return blocks;
   };
   // The grid for the configuration shape() left, given its blocks per tile: split tiles get one
   // block along x each and `blocks` along y; unsplit tiles are strided over at most
@@ -522,28 +555,46 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   int X = ov.y > 0 ? kCanonThreads / ov.y : std::max(x_leaves, x_columns);
   if (ov.y == 0 && lc.vec > 1) {
     // Columns read 16 bytes per output lane: fewer lanes (down to 8: 128-byte segments) give
-    // more tiles and fewer splits per tile. Take the X whose estimated makespan (rounds of the
-    // busiest block, times the waves of blocks) is least, then the fewest merged nodes per
-    // thread, then the most lanes: narrow columns (262144, 128) and NHWC statistics 1.25-1.34x
-    // faster with 8 lanes than with 32, columns (16384, 16384) 1.16x slower (512 tiles of 8
-    // rounds: 1.3 waves) (NOTES step 31).
+    // more tiles and fewer splits per tile. Take the X whose estimated makespan is least, then
+    // the fewest merged nodes per thread, then rows read in whole 128-byte segments (16-bit
+    // columns read 8 bytes per lane: 16 lanes), then the fewest split nodes written (each
+    // merged once more): narrow columns (262144, 128) and NHWC statistics 1.25-1.34x faster
+    // with 8 lanes than with 32, columns (16384, 16384) 1.16x slower (512 tiles of 8 rounds: 1.3
+    // waves) (NOTES step 31).
     // Four lanes (64-byte segments) only when eight already cover every column: (1048576, 32)
     // 57.1 µs with 4 against 60.5 with 8 (two tiles, each merging 4 nodes per thread instead
     // of one merging 16), while narrow (262144, 128) took 59.1 with 4 against 54.2 with 8
     // (NOTES step 34).
+    // The makespan: for 4- and 8-byte inputs, that of split tiles' blocks started in launch
+    // order (x fastest), each on the first free of `target` slots, so that blocks with fewer
+    // splits fill the second wave's gaps; otherwise the busiest block's rounds times the waves
+    // of blocks. Columns (16384, 16384) with 16 lanes took 262.4 µs (768 blocks of 5-6 splits:
+    // 11 rounds listed, 12 as whole waves) against 268.2 with 32 (384 blocks of 10-11); but
+    // float16 (16384, 16384) 158.0 with 16 lanes against 154.6 with 32 (one wave), hence whole
+    // waves for 16-bit inputs. (4096, 4096), one wave at every X: 27.8 µs with 8 lanes x 2 splits
+    // against 28.3 with 32 x 8; bfloat16 21.7 with 16 x 4, 21.9 with 32 x 8, 23.5 with 8 x 2
+    // (NOTES step 54).
     const int fewest = x_columns <= 8 ? 4 : 8;
-    int64_t best_cost = -1, best_merge = 0;
+    const auto whole_segments = [&](int x) { return x * lc.vec * int(sizeof(in_t)) >= 128; };
+    int64_t best_cost = -1, best_merge = 0, best_nodes = 0;
     int best_x = X;
     for (int x = X; x >= std::max(fewest, x_leaves); x /= 2) {
       const dim3 grid = grid_of(shape(x));
-      // Rounds of the busiest block, times the waves of blocks.
-      const int64_t busiest = c.splits > 1 ? ceil_div(c.splits, grid.y) * c.rounds_per_split
-                                           : ceil_div(c.tiles, grid.x) * c.rounds;
-      const int64_t cost = ceil_div(int64_t(grid.x) * grid.y, target) * busiest;
+      const int64_t cost =
+          c.splits > 1 ? (sizeof(in_t) >= 4
+                              ? listed_makespan(grid.x, grid.y, c.splits, c.rounds_per_split, target)
+                              : ceil_div(int64_t(grid.x) * grid.y, target) *
+                                    ceil_div(c.splits, grid.y) * c.rounds_per_split)
+                       : ceil_div(grid.x, target) * ceil_div(c.tiles, grid.x) * c.rounds;
+      const int64_t nodes = c.splits > 1 ? c.tiles * c.X * c.splits : 0;
+      const bool tie = cost == best_cost && c.merge_per_thread == best_merge;
       if (best_cost < 0 || cost < best_cost ||
-          (cost == best_cost && c.merge_per_thread < best_merge)) {
+          (cost == best_cost && c.merge_per_thread < best_merge) ||
+          (tie && whole_segments(x) > whole_segments(best_x)) ||
+          (tie && whole_segments(x) == whole_segments(best_x) && nodes < best_nodes)) {
         best_cost = cost;
         best_merge = c.merge_per_thread;
+        best_nodes = nodes;
         best_x = x;
       }
     }
