@@ -857,7 +857,13 @@ __global__ void __launch_bounds__(kCanonThreads, kLat ? 2 : 3)
       for (int v = 0; v < kVec; ++v)
         a[v] = counter_result<Op>(LocalLevels<acc_t>{levels[v]}, batches);
     }
-    tree_over_y<Op, kVec>(a, X, Y, tid, sm);
+    // The tree over the threads that merged nodes (the next power of two of them): the other
+    // threads' values are the identity, whose merges change no bits (a zero's sign aside, and
+    // a zero result is +0 anyway), so the levels above it are skipped: (64, 65536) merges 4
+    // splits with 2 shuffle levels instead of 5 and 3 through shared memory (NOTES step 56).
+    int ym = 1;
+    while (ym < Y && ym * c < cfg.splits) ym <<= 1;
+    tree_over_y<Op, kVec>(a, X, ym, tid, sm);
     if (ty == 0 && o0 < M) store(o0, a);
   }
 }
