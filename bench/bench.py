@@ -235,8 +235,8 @@ def run_case(case: Case, inductor: bool) -> dict:
     ceil = ceiling_fn(x)
     if ceil is not None:
         impls["ceiling"] = ceil
-    # Floating sums and means run in the canonical compensated order (issue 4); "plain" times
-    # the uncompensated kernels of the same strategy (TREDUCE_CANON_LAUNCH=plain) on the same
+    # Floating sums and means run in the canonical order (issue 4); "plain" times the plain
+    # kernels (float accumulators) of the same strategy (TREDUCE_CANON_LAUNCH=plain) on the same
     # input, for the speed condition (at most 3% slower).
     if case.op in ("sum", "mean") and x.dtype.is_floating_point:
         def plain():

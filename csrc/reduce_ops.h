@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "geometry.h"  // TR_HD
 
@@ -43,7 +44,7 @@ struct SumOp {
 
 // The sum times factor = T(M) / T(M * K), as torch's CUDA mean kernel multiplies (aten
 // mean_kernel_impl): the plain CUDA baseline (TREDUCE_CANON_LAUNCH=plain). Means normally use
-// CompMeanOp on both backends.
+// CanonMeanOp on both backends.
 template <class T>
 struct ScaledMeanOp : SumOp<T> {
   TR_HD static T finalize(T a, int64_t K, int64_t M) {
@@ -52,14 +53,45 @@ struct ScaledMeanOp : SumOp<T> {
   }
 };
 
-// A compensated sum (issue 4; docs/numerics-design.md): s is the running float sum and c the sum
-// of its rounding errors, each found exactly by TwoSum. Leaves of 64 consecutive elements are
-// folded in order and the leaf pairs merged by a fixed binary tree, so the result is the same
-// for any thread count or launch and, rounded once at the end, correctly rounded except under
-// extreme cancellation. Used by both backends for floating sums and means (the canonical order).
-// Leaves of the canonical order: kCanonLeaf consecutive reduced elements at fixed positions.
+// Leaves of the canonical order (issue 4; docs/numerics-design.md): kCanonLeaf consecutive
+// reduced elements at fixed positions. A floating sum or mean folds each leaf in order, merges
+// the leaves by a fixed binary tree over leaf index and rounds once at the end, so the result is
+// the same for any thread count or launch. Used by both backends (the canonical order).
 constexpr int64_t kCanonLeaf = 64;
 
+// Sums of float32 and narrower inputs (value_t float): each element widened to double, the
+// leaves folded in double and the tree merged in double; finalize rounds once to float. A leaf of
+// float16 values is exact in double (each is a multiple of 2^-24 below 2^16: 64 of them need 46
+// bits); otherwise the sum's error is at most (63 + the tree's depth) double roundings, under
+// 2^-46 sum |x|, so the float32 result is correctly rounded unless the exact sum lies that close
+// to a float32 rounding boundary. Two instructions per element on a
+// GPU (a conversion and DADD) in place of TwoSum's seven (NOTES step 57). Overflow is that of
+// the result: float32 partial sums past FLT_MAX that cancel again stay finite. A zero result is
+// +0: the sum starts at +0, and double sums of float32 values are multiples of 2^-149, so a
+// nonzero one never rounds to zero.
+template <class T>
+struct WideSumOp {
+  using acc_t = double;
+  using value_t = T;
+  static constexpr bool kNeedsIndex = false;
+  static constexpr bool kCanonical = true;  // leaves folded in order (the CPU checks it)
+  TR_HD static acc_t identity() { return 0.0; }
+  TR_HD static acc_t reduce(acc_t acc, T v) { return acc + static_cast<double>(v); }
+  TR_HD static acc_t combine(acc_t a, acc_t b) { return a + b; }
+  TR_HD static T finalize(acc_t a, int64_t = 0, int64_t = 0) { return static_cast<T>(a); }
+};
+
+// The mean: the double sum divided by K in double, rounded once to T.
+template <class T>
+struct WideMeanOp : WideSumOp<T> {
+  TR_HD static T finalize(double a, int64_t K, int64_t = 0) {
+    return static_cast<T>(a / static_cast<double>(K));
+  }
+};
+
+// Sums of float64: a compensated sum. s is the running double sum and c the sum of its rounding
+// errors, each found exactly by TwoSum; leaves folded in order, leaf pairs merged by the same
+// tree (with TwoSum), s + c rounded once.
 template <class T>
 struct Compensated {
   T s;
@@ -80,6 +112,7 @@ struct CompSumOp {
   using acc_t = Compensated<T>;
   using value_t = T;
   static constexpr bool kNeedsIndex = false;
+  static constexpr bool kCanonical = true;
   TR_HD static acc_t identity() { return {T(0), T(0)}; }
   TR_HD static acc_t reduce(acc_t acc, T v) {
     acc_t r;
@@ -104,15 +137,27 @@ struct CompSumOp {
   }
 };
 
-// The compensated mean: (s + c) / K, in double, rounded once to T.
+// The compensated mean: (s + c) / K, rounded once.
 template <class T>
 struct CompMeanOp : CompSumOp<T> {
   TR_HD static T finalize(Compensated<T> a, int64_t K, int64_t = 0) {
-    const double s = static_cast<double>(a.s);
-    const double sum = CompSumOp<T>::finite(a) ? s + static_cast<double>(a.c) : s;
-    return static_cast<T>(sum / static_cast<double>(K));
+    const T sum = CompSumOp<T>::finite(a) ? a.s + a.c : a.s;
+    return sum / static_cast<T>(K);
   }
 };
+
+// The canonical sum and mean for a floating accumulator type T (dispatch.h's acc_of): double
+// leaves and tree for float (every input of at most 32 bits), compensated doubles for double.
+template <class T>
+using CanonSumOp = std::conditional_t<sizeof(T) >= 8, CompSumOp<T>, WideSumOp<T>>;
+template <class T>
+using CanonMeanOp = std::conditional_t<sizeof(T) >= 8, CompMeanOp<T>, WideMeanOp<T>>;
+
+// Ops that fold each leaf strictly in order: the canonical sums and means.
+template <class Op, class = void>
+struct is_canonical : std::false_type {};
+template <class Op>
+struct is_canonical<Op, std::void_t<decltype(Op::kCanonical)>> : std::bool_constant<Op::kCanonical> {};
 
 template <class T>
 struct ProdOp {

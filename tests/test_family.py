@@ -143,7 +143,7 @@ def test_nan_inf_and_ties(device):
                                  getattr(torch, name)(y, dim), f"{name} {y.dtype} dim={dim}")
     for dim in ([], [0], [1]):
         assert_same_bits(torch.ops.treduce.amin(x, dim), torch.amin(x, dim))
-        # mean: the (compensated) sum divided by the count, rounded once, on both devices
+        # mean: the canonical sum divided by the count, rounded once, on both devices
         # (torch's CUDA mean multiplies by a rounded 1/K instead; README)
         assert_same_bits(torch.ops.treduce.mean(x, dim or None),
                          torch.mean(x.double(), dim or None).to(x.dtype))

@@ -280,7 +280,7 @@ def test_launch_override_is_validated(monkeypatch):
             torch.ops.treduce.sum(x)
 
 
-def test_plain_mode_is_the_uncompensated_kernel(monkeypatch):
+def test_plain_mode_is_the_plain_kernel(monkeypatch):
     """TREDUCE_CANON_LAUNCH=plain (the bench's baseline) runs the plain kernels: on data where
     the order matters it gives other bits than the canonical sum; on ordinary data a value
     within float32 rounding of it."""

@@ -3,9 +3,10 @@
 // Each output's K elements, in logical order for floating sums and means, are cut into leaves of
 // kLeaf = 64 elements at fixed positions; leaves are merged by the perfect binary tree over leaf
 // index (a binary-counter cascade inside chunks of kChunk elements, then a pairwise tree over the
-// chunks, which is the same tree). Floating sums and means fold each leaf in order into a
-// compensated pair (CompSumOp): the canonical order of docs/numerics-design.md, whose bits depend
-// only on the values in logical order and K, never on the thread count or the layout. The other
+// chunks, which is the same tree). Floating sums and means fold each leaf in order (in double,
+// WideSumOp; float64 in compensated pairs, CompSumOp): the canonical order of
+// docs/numerics-design.md, whose bits depend only on the values in logical order and K, never
+// on the thread count or the layout. The other
 // ops (exact ones, and prod) fold a leaf with eight interleaved accumulators, which vectorises;
 // max/min of float32/float64 do it with SSE2 lanes (the compiler leaves their NaN-aware select
 // scalar: 25x slower than torch.amax before).
@@ -31,10 +32,9 @@ namespace {
 constexpr int64_t kLeaf = kCanonLeaf;  // reduce_ops.h
 constexpr int64_t kChunk = 16384;  // 256 leaves: chunks are nodes of the leaf tree
 
-// Ops whose leaves are folded strictly in order (the compensated sums): the canonical order.
+// Ops whose leaves are folded strictly in order (the sums and means): the canonical order.
 template <class Op>
-constexpr bool kSequentialLeaves =
-    std::is_same_v<typename Op::acc_t, Compensated<typename Op::value_t>>;
+constexpr bool kSequentialLeaves = is_canonical<Op>::value;
 
 // Merges partials[0..n) with a fixed pairwise tree: (p0 p1) (p2 p3) ... then the pairs, etc.
 template <class Op>
@@ -80,14 +80,12 @@ struct Cascade {
 };
 
 #if defined(__SSE2__)
-// Eight whole float32 leaves (p[0 .. 8*kLeaf)) into their compensated pairs, one leaf per SSE
-// lane, two groups of four for the pipeline. Each lane runs exactly the operations of
-// CompSumOp::reduce in the same order, so the bits are those of the scalar loop; loads of four
-// consecutive elements of each leaf are transposed so that lane l sees leaf l's elements in order.
-template <class acc_t>
-void eight_float_leaves(const float* p, acc_t* out) {
-  __m128 s[2] = {_mm_setzero_ps(), _mm_setzero_ps()};
-  __m128 c[2] = {_mm_setzero_ps(), _mm_setzero_ps()};
+// Eight whole float32 leaves (p[0 .. 8*kLeaf)) into their double sums (WideSumOp), one leaf per
+// double lane, four vectors of two. Each lane adds its leaf's elements, widened, in order, so the
+// bits are those of the scalar loop; loads of four consecutive elements of four leaves are
+// transposed so that lane l sees leaf l's elements in order.
+inline void eight_float_leaves(const float* p, double* out) {
+  __m128d s[4] = {_mm_setzero_pd(), _mm_setzero_pd(), _mm_setzero_pd(), _mm_setzero_pd()};
   for (int64_t j = 0; j < kLeaf; j += 4) {
     for (int g = 0; g < 2; ++g) {
       const float* q = p + g * 4 * kLeaf + j;
@@ -95,20 +93,12 @@ void eight_float_leaves(const float* p, acc_t* out) {
       __m128 v2 = _mm_loadu_ps(q + 2 * kLeaf), v3 = _mm_loadu_ps(q + 3 * kLeaf);
       _MM_TRANSPOSE4_PS(v0, v1, v2, v3);  // v_k: element j + k of leaves 4g .. 4g + 3
       for (__m128 v : {v0, v1, v2, v3}) {
-        const __m128 sum = _mm_add_ps(s[g], v);
-        const __m128 bb = _mm_sub_ps(sum, s[g]);
-        const __m128 e = _mm_add_ps(_mm_sub_ps(s[g], _mm_sub_ps(sum, bb)), _mm_sub_ps(v, bb));
-        s[g] = sum;
-        c[g] = _mm_add_ps(c[g], e);
+        s[2 * g] = _mm_add_pd(s[2 * g], _mm_cvtps_pd(v));                      // leaves 4g, +1
+        s[2 * g + 1] = _mm_add_pd(s[2 * g + 1], _mm_cvtps_pd(_mm_movehl_ps(v, v)));  // +2, +3
       }
     }
   }
-  alignas(16) float ss[8], cc[8];
-  _mm_store_ps(ss, s[0]);
-  _mm_store_ps(ss + 4, s[1]);
-  _mm_store_ps(cc, c[0]);
-  _mm_store_ps(cc + 4, c[1]);
-  for (int l = 0; l < 8; ++l) out[l] = {ss[l], cc[l]};
+  for (int k = 0; k < 4; ++k) _mm_storeu_pd(out + 2 * k, s[k]);
 }
 
 // Max/min of float32 and float64 (ExtremeOp), a vector at a time: lane for lane the select of
@@ -253,7 +243,7 @@ constexpr bool kSseLeaves =
 #endif
 
 // Elements [r0, r1) of one output whose kept offset is `base`: leaves of kLeaf elements merged by
-// the cascade. A compensated sum folds each leaf in order; the other ops fold a leaf with eight
+// the cascade. A canonical sum folds each leaf in order; the other ops fold a leaf with eight
 // interleaved accumulators (a plain pointer loop that the compiler vectorises).
 template <class Op, class in_t>
 typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& red, int64_t r0,
@@ -274,7 +264,8 @@ typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& re
         const in_t* p = in + base + r;
         acc_t a[kBatch];
 #if defined(__SSE2__)
-        if constexpr (std::is_same_v<in_t, float> && std::is_same_v<value_t, float>) {
+        if constexpr (std::is_same_v<in_t, float> && std::is_same_v<value_t, float> &&
+                      std::is_same_v<acc_t, double>) {
           eight_float_leaves(p, a);
         } else
 #endif
@@ -456,7 +447,7 @@ void same_dtype(const Plan& plan, at::Tensor& out) {
 }
 
 // sum, mean, prod: the (input, output) pairs of dispatch.h. Floating results use FloatOp (for sum
-// and mean the compensated canonical order), integer results IntOp over int64 (a mean never has
+// and mean the canonical order), integer results IntOp over int64 (a mean never has
 // an integer result: the plan raises first).
 template <template <class> class FloatOp, template <class> class IntOp>
 void with_dtype(const Plan& plan, at::Tensor& out) {
@@ -488,8 +479,8 @@ void bitwise(const Plan& plan, at::Tensor& out) {
 
 void cpu_launch(const Plan& plan, at::Tensor& out) {
   switch (plan.kind) {
-    case OpKind::kSum: return with_dtype<CompSumOp, SumOp>(plan, out);
-    case OpKind::kMean: return with_dtype<CompMeanOp, SumOp>(plan, out);
+    case OpKind::kSum: return with_dtype<CanonSumOp, SumOp>(plan, out);
+    case OpKind::kMean: return with_dtype<CanonMeanOp, SumOp>(plan, out);
     case OpKind::kProd: return with_dtype<ProdOp, ProdOp>(plan, out);
     case OpKind::kAmax: return same_dtype<MaxOp, true>(plan, out);
     case OpKind::kAmin: return same_dtype<MinOp, true>(plan, out);

@@ -1,6 +1,6 @@
 // The mean kernels: the sum's pairs with a floating-point result (the plan rejects integer results
-// and converts other inputs first), float8 inputs included. The canonical compensated sum divided
-// by K in double and rounded once (CompMeanOp, as on the CPU); TREDUCE_CANON_LAUNCH=plain gives
+// and converts other inputs first), float8 inputs included. The canonical sum divided by K in
+// double and rounded once (CanonMeanOp, as on the CPU); TREDUCE_CANON_LAUNCH=plain gives
 // the plain kernels with torch's scale factor (ScaledMeanOp) instead.
 #include <type_traits>
 
@@ -20,7 +20,7 @@ void mean_cuda_launch(const Plan& plan, at::Tensor& out) {
     } else if (mode.plain) {
       run_cuda<ScaledMeanOp<acc_of<out_t>>, in_t, out_t>(plan, out);
     } else {
-      run_canon<CompMeanOp<acc_of<out_t>>, in_t, out_t>(plan, out, mode.force);
+      run_canon<CanonMeanOp<acc_of<out_t>>, in_t, out_t>(plan, out, mode.force);
     }
   });
 }

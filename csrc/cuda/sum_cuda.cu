@@ -1,7 +1,7 @@
 // The sum kernels: one instantiation per (input, output) pair of dispatch.h, float8 inputs
 // included. Floating results follow the canonical order (canon.cuh); integer results are exact
 // in any order (int64 with wrap-around) and use the plain kernels, as do floating results when
-// TREDUCE_CANON_LAUNCH=plain asks for the uncompensated baseline.
+// TREDUCE_CANON_LAUNCH=plain asks for the plain float32-accumulator baseline.
 #include <type_traits>
 
 #include "../dispatch.h"
@@ -22,7 +22,7 @@ void sum_cuda_launch(const Plan& plan, at::Tensor& out) {
       if (mode.plain)
         run_cuda<SumOp<acc_t>, in_t, out_t>(plan, out);
       else
-        run_canon<CompSumOp<acc_t>, in_t, out_t>(plan, out, mode.force);
+        run_canon<CanonSumOp<acc_t>, in_t, out_t>(plan, out, mode.force);
     }
   });
 }

@@ -3,9 +3,10 @@
 //
 // The order, the same as the CPU backend's: the K reduced elements of an output, in logical
 // order, are cut into leaves of kCanonLeaf = 64 at fixed positions; each leaf is folded in order
-// into a compensated pair (CompSumOp::reduce); leaf pairs meet in the perfect binary tree over
-// leaf index (pairs (2k, 2k + 1) first; missing leaves are the identity, which combines exactly);
-// finalize rounds once. Every launch configuration below only changes who computes a node of
+// (Op::reduce: in double for inputs of at most 32 bits, WideSumOp; compensated doubles for
+// float64, CompSumOp); the leaves meet in the perfect binary tree over leaf index (pairs
+// (2k, 2k + 1) first; missing leaves are the identity, which combines exactly); finalize rounds
+// once. Every launch configuration below only changes who computes a node of
 // that tree, never the additions, so the bits depend on the values, K, the dtype and the op only.
 //
 // Work split: a block of kCanonThreads threads is X output lanes times Y leaf lanes (thread
@@ -24,7 +25,7 @@
 // Row layouts stage each warp's 32 leaves through shared memory (fold_leaf_staged) so that the
 // loads stay coalesced while every lane folds its own leaf.
 //
-//   canon_kernel<CompSumOp<float>, float, float, 1><<<grid, kCanonThreads, 0, stream>>>(
+//   canon_kernel<WideSumOp<float>, float, float, 1><<<grid, kCanonThreads, 0, stream>>>(
 //       in, out, geom, cfg, partials, counters);
 #pragma once
 #include <algorithm>
@@ -54,7 +55,7 @@ struct CanonConfig {
 };
 
 // Outputs per thread in the column layout: 16-byte loads for 4-byte inputs, 8-byte loads of four
-// for 2-byte inputs (four compensated pairs keep the registers in bounds), two doubles.
+// for 2-byte inputs (four 8-byte accumulators keep the registers in bounds), two doubles.
 template <class in_t>
 constexpr int canon_vec() {
   return sizeof(in_t) >= 8 ? 2 : 4;
