@@ -345,6 +345,48 @@ def test_cuda_bits_equal_cpu_for_every_float_dtype(dtype, shape, dims):
                     torch.ops.treduce.sum(f, dims, dtype=torch.float64), "float32 -> float64")
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_cuda_16bit_specials_and_extremes(dtype):
+    """16-bit leaves staged and widened from their bits (canon.cuh, Widen16): an inf or NaN
+    anywhere in a leaf takes the converting path, the largest finite values and subnormals do
+    not, and every result has the CPU's bits (full sums, rows, sums with a float32 result)."""
+    info = torch.finfo(dtype)
+    inf, nan = float("inf"), float("nan")
+    n = 1 << 20
+    base = torch.randn(n, generator=torch.Generator().manual_seed(3)).to(dtype)
+    edits = {
+        "inf": {100: inf},
+        "-inf, later leaf": {70001: -inf},
+        "inf and -inf in one leaf": {640: inf, 700: -inf},
+        "inf and -inf in two leaves": {640: inf, 7000: -inf},
+        "nan": {5000: nan},
+        "largest finite": {i: info.max * (1 if i % 3 else -1) for i in range(128, 256)},
+        "one largest": {300: info.max},
+        "subnormals": {i: info.tiny * 0.5 * (-1) ** i for i in range(4096, 4096 + 512)},
+        "negative zeros": {i: -0.0 for i in range(0, 4096)},
+    }
+    for name, edit in edits.items():
+        x = base.clone()
+        for i, v in edit.items():
+            x[i] = v
+        xc = x.cuda()
+        for out in (None, torch.float32):
+            rows, rows_c = x.view(256, 4096), xc.view(256, 4096)
+            for got, want, what in (
+                    (torch.ops.treduce.sum(xc, dtype=out), torch.ops.treduce.sum(x, dtype=out),
+                     "full sum"),
+                    (torch.ops.treduce.sum(rows_c, [1], dtype=out),
+                     torch.ops.treduce.sum(rows, [1], dtype=out), "rows")):
+                # NaN payloads may differ between the devices' conversions: NaN where the CPU
+                # has NaN, the bits everywhere else
+                got, want = got.cpu(), want
+                assert torch.equal(got.isnan(), want.isnan()), f"{name}: {what} dtype={out}"
+                keep = ~want.isnan()
+                assert_bits(got[keep], want[keep], f"{name}: {what} dtype={out}")
+    zeros = torch.full((1 << 16,), -0.0, dtype=dtype)
+    assert_bits(torch.ops.treduce.sum(zeros.cuda()), torch.zeros((), dtype=dtype), "a zero sum is +0")
+
+
 @pytest.mark.slow
 def test_cuda_float32_sums_are_correctly_rounded_at_2_28():
     """The rows of bench/accuracy.py's published table (D1-D4 at N = 2^28, the exact sum by a
