@@ -64,11 +64,10 @@ constexpr int64_t kCanonLeaf = 64;
 // float16 values is exact in double (each is a multiple of 2^-24 below 2^16: 64 of them need 46
 // bits); otherwise the sum's error is at most (63 + the tree's depth) double roundings, under
 // 2^-46 sum |x|, so the float32 result is correctly rounded unless the exact sum lies that close
-// to a float32 rounding boundary. Two instructions per element on a
-// GPU (a conversion and DADD) in place of TwoSum's seven (NOTES step 57). Overflow is that of
-// the result: float32 partial sums past FLT_MAX that cancel again stay finite. A zero result is
-// +0: the sum starts at +0, and double sums of float32 values are multiples of 2^-149, so a
-// nonzero one never rounds to zero.
+// to a float32 rounding boundary. Two instructions per element on a GPU (a conversion and DADD)
+// in place of TwoSum's seven (NOTES step 57). Overflow is that of the result: float32 partial
+// sums past FLT_MAX that cancel again stay finite. A zero result is +0: the sum starts at +0, and
+// double sums of float32 values are multiples of 2^-149, so a nonzero one never rounds to zero.
 template <class T>
 struct WideSumOp {
   using acc_t = double;
@@ -157,7 +156,8 @@ using CanonMeanOp = std::conditional_t<sizeof(T) >= 8, CompMeanOp<T>, WideMeanOp
 template <class Op, class = void>
 struct is_canonical : std::false_type {};
 template <class Op>
-struct is_canonical<Op, std::void_t<decltype(Op::kCanonical)>> : std::bool_constant<Op::kCanonical> {};
+struct is_canonical<Op, std::void_t<decltype(Op::kCanonical)>>
+    : std::bool_constant<Op::kCanonical> {};
 
 template <class T>
 struct ProdOp {

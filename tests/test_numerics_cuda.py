@@ -347,9 +347,9 @@ def test_cuda_bits_equal_cpu_for_every_float_dtype(dtype, shape, dims):
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_cuda_16bit_specials_and_extremes(dtype):
-    """16-bit leaves staged and widened from their bits (canon.cuh, Widen16): an inf or NaN
-    anywhere in a leaf takes the converting path, the largest finite values and subnormals do
-    not, and every result has the CPU's bits (full sums, rows, sums with a float32 result)."""
+    """Staged 16-bit leaves summed in double (one and two leaves per lane): inf, -inf (in one
+    leaf and in two), NaN, the largest finite values, subnormals and negative zeros give the
+    CPU's bits (NaN where it has NaN), for full sums, rows and sums with a float32 result."""
     info = torch.finfo(dtype)
     inf, nan = float("inf"), float("nan")
     n = 1 << 20
@@ -379,7 +379,7 @@ def test_cuda_16bit_specials_and_extremes(dtype):
                      torch.ops.treduce.sum(rows, [1], dtype=out), "rows")):
                 # NaN payloads may differ between the devices' conversions: NaN where the CPU
                 # has NaN, the bits everywhere else
-                got, want = got.cpu(), want
+                got = got.cpu()
                 assert torch.equal(got.isnan(), want.isnan()), f"{name}: {what} dtype={out}"
                 keep = ~want.isnan()
                 assert_bits(got[keep], want[keep], f"{name}: {what} dtype={out}")

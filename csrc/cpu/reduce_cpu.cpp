@@ -6,10 +6,9 @@
 // chunks, which is the same tree). Floating sums and means fold each leaf in order (in double,
 // WideSumOp; float64 in compensated pairs, CompSumOp): the canonical order of
 // docs/numerics-design.md, whose bits depend only on the values in logical order and K, never
-// on the thread count or the layout. The other
-// ops (exact ones, and prod) fold a leaf with eight interleaved accumulators, which vectorises;
-// max/min of float32/float64 do it with SSE2 lanes (the compiler leaves their NaN-aware select
-// scalar: 25x slower than torch.amax before).
+// on the thread count or the layout. The other ops (exact ones, and prod) fold a leaf with eight
+// interleaved accumulators, which vectorises; max/min of float32/float64 do it with SSE2 lanes
+// (the compiler leaves their NaN-aware select scalar: 25x slower than torch.amax before).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>

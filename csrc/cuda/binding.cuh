@@ -65,8 +65,8 @@ void run_cuda(const Plan& plan, at::Tensor& out) {
 // forces Y leaf lanes per block, P adjacent leaves per thread and round, S blocks per output
 // tile, R rounds per split (each optional; a split is a node of the tree that one block
 // computes) and the latency kernel off (L = 0) or wherever the shape allows it (L = 1);
-// "plain" sends floating sums and means to the plain kernels (float accumulators) instead (the bench's
-// baseline). See reduce_cuda.cu.
+// "plain" sends floating sums and means to the plain kernels (float accumulators) instead (the
+// bench's baseline). See reduce_cuda.cu.
 struct CanonMode {
   bool plain = false;
   CanonOverride force{};

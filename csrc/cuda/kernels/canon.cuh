@@ -6,8 +6,8 @@
 // (Op::reduce: in double for inputs of at most 32 bits, WideSumOp; compensated doubles for
 // float64, CompSumOp); the leaves meet in the perfect binary tree over leaf index (pairs
 // (2k, 2k + 1) first; missing leaves are the identity, which combines exactly); finalize rounds
-// once. Every launch configuration below only changes who computes a node of
-// that tree, never the additions, so the bits depend on the values, K, the dtype and the op only.
+// once. Every launch configuration below only changes who computes a node of that tree, never
+// the additions, so the bits depend on the values, K, the dtype and the op only.
 //
 // Work split: a block of kCanonThreads threads is X output lanes times Y leaf lanes (thread
 // tid = ty * X + tx). Each thread folds kPer (1 or 2) adjacent leaves per round, merged at

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <queue>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -86,13 +87,13 @@ inline int choose_splits(int64_t tiles, int64_t units, int64_t min_units, int64_
 }
 
 // The makespan, in rounds, of a grid of `tiles` x `blocks` whose block y takes splits y,
-// y + blocks, ... of `splits` (`rps` rounds each), the blocks started in launch order (x
-// fastest) on `slots` resident slots, each block on the first slot free. Grids of more than
-// 2^16 blocks are costed as whole waves of the busiest block.
-inline int64_t listed_makespan(int64_t tiles, int64_t blocks, int64_t splits, int64_t rps,
-                               int64_t slots) {
+// y + blocks, ... of `splits` (`rps` rounds each). `listed`: the blocks started in launch order
+// (x fastest) on `slots` resident slots, each block on the first slot free; otherwise, and for
+// grids of more than 2^16 blocks, whole waves of the busiest block.
+inline int64_t split_makespan(int64_t tiles, int64_t blocks, int64_t splits, int64_t rps,
+                              int64_t slots, bool listed) {
   const int64_t busiest = ceil_div(splits, blocks) * rps;
-  if (tiles * blocks > (int64_t(1) << 16) || slots < 1)
+  if (!listed || tiles * blocks > (int64_t(1) << 16) || slots < 1)
     return ceil_div(tiles * blocks, std::max<int64_t>(slots, 1)) * busiest;
   if (tiles * blocks <= slots) return busiest;
   std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> free_at;
@@ -576,26 +577,23 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     // (NOTES step 54).
     const int fewest = x_columns <= 8 ? 4 : 8;
     const auto whole_segments = [&](int x) { return x * lc.vec * int(sizeof(in_t)) >= 128; };
-    int64_t best_cost = -1, best_merge = 0, best_nodes = 0;
+    // Least first: the makespan, the merged nodes per thread, not reading whole segments, the
+    // split nodes written.
+    std::tuple<int64_t, int, bool, int64_t> best_key{};
     int best_x = X;
+    bool any = false;
     for (int x = X; x >= std::max(fewest, x_leaves); x /= 2) {
       const dim3 grid = grid_of(shape(x));
       const int64_t cost =
-          c.splits > 1 ? (sizeof(in_t) >= 4
-                              ? listed_makespan(grid.x, grid.y, c.splits, c.rounds_per_split, target)
-                              : ceil_div(int64_t(grid.x) * grid.y, target) *
-                                    ceil_div(c.splits, grid.y) * c.rounds_per_split)
+          c.splits > 1 ? split_makespan(grid.x, grid.y, c.splits, c.rounds_per_split, target,
+                                        /*listed=*/sizeof(in_t) >= 4)
                        : ceil_div(grid.x, target) * ceil_div(c.tiles, grid.x) * c.rounds;
       const int64_t nodes = c.splits > 1 ? c.tiles * c.X * c.splits : 0;
-      const bool tie = cost == best_cost && c.merge_per_thread == best_merge;
-      if (best_cost < 0 || cost < best_cost ||
-          (cost == best_cost && c.merge_per_thread < best_merge) ||
-          (tie && whole_segments(x) > whole_segments(best_x)) ||
-          (tie && whole_segments(x) == whole_segments(best_x) && nodes < best_nodes)) {
-        best_cost = cost;
-        best_merge = c.merge_per_thread;
-        best_nodes = nodes;
+      const auto key = std::make_tuple(cost, c.merge_per_thread, !whole_segments(x), nodes);
+      if (!any || key < best_key) {
+        best_key = key;
         best_x = x;
+        any = true;
       }
     }
     X = best_x;
