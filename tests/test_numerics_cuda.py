@@ -107,12 +107,15 @@ def test_cuda_misaligned_views():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
-def test_cuda_misaligned_whole_leaves(dtype):
+def test_cuda_misaligned_whole_leaves(dtype, monkeypatch):
     """Warps of whole leaves that do not start on a 16-byte boundary are staged: 16-bit leaves
     that all start the same number of elements past a boundary as whole aligned vectors
-    (fold_leaves_shifted, one build per shift), the rest element by element
-    (fold_leaf_staged_unaligned). Full sums (2^24 16-bit elements take two leaves per thread)
-    and rows whose length is a multiple of the leaf, from every misaligned element offset."""
+    (fold_leaves_shifted, one build per shift, a warp's lanes in runs of one output each), the
+    rest element by element (fold_leaf_staged_unaligned). Full sums (2^24 16-bit elements take
+    two leaves per thread: one run of 64 leaves per warp) and rows whose length is a multiple of
+    the leaf (4 runs of 8 lanes per warp; rows 1032 apart: 16 runs of 2), from every misaligned
+    element offset; for 16-bit inputs the rows again with two leaves per thread forced (per=2:
+    rows of 4096 8 runs of 4 lanes per warp, rows 1032 apart 32 runs of one lane)."""
     n = (1 << 24) + 5 if dtype != torch.float32 else (1 << 22) + 5
     base = float_data(n + 8, dtype, seed=5).cuda()
     rows_base = float_data(48 * 4096 + 8, dtype, seed=6).cuda()
@@ -134,6 +137,13 @@ def test_cuda_misaligned_whole_leaves(dtype):
         even_rows = rows_base[k:k + 47 * 1032 + 1024].as_strided((48, 1024), (1032, 1))
         assert_bits(torch.ops.treduce.sum(even_rows, [1]),
                     torch.ops.treduce.sum(even_rows.cpu(), [1]), f"rows 1032 apart k={k}")
+        if dtype != torch.float32:
+            monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "per=2")
+            assert_bits(torch.ops.treduce.sum(rows, [1]), torch.ops.treduce.sum(rows.cpu(), [1]),
+                        f"rows k={k} per=2")
+            assert_bits(torch.ops.treduce.sum(even_rows, [1]),
+                        torch.ops.treduce.sum(even_rows.cpu(), [1]), f"rows 1032 apart k={k} per=2")
+            monkeypatch.delenv("TREDUCE_CANON_LAUNCH")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],

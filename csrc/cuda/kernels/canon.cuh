@@ -155,11 +155,9 @@ struct LeafStage {
   // The warp's stage also holds fold_leaf_staged_unaligned's 32 rows of 33 4-byte values.
   static constexpr int kUnalignedRow = 33;
   static constexpr int kUnalignedVecs = (32 * kUnalignedRow * 4 + 15) / 16;
-  // ... and fold_leaf_staged_shifted's 32 rows of 9 or 11 vectors (16-bit inputs), and
-  // load_runs_staged's 32 rows of 9.
-  static constexpr int kShiftedVecs = V == 8 ? 32 * 11 : 0;
+  // ... and fold_leaf_staged_shifted's and load_runs_staged's 32 rows of 9.
   static constexpr int kMergeVecs = 32 * 9;
-  static constexpr int kStageVecs = std::max({kSlots, kUnalignedVecs, kShiftedVecs, kMergeVecs});
+  static constexpr int kStageVecs = std::max({kSlots, kUnalignedVecs, kMergeVecs});
 };
 
 // The final merge's loads for one output lane (X = 1): lane l of a warp owns the 128-byte run of
@@ -190,36 +188,41 @@ __device__ __forceinline__ void load_runs_staged(const acc_t* first, int64_t str
 }
 
 // Staging for whole 16-bit leaves that all start kShift (1 .. 7) elements past a 16-byte
-// boundary (a view such as x[1:]): each lane owns kL (1 or 2) adjacent leaves whose vectors lie
-// from `base0 + delta` (its first leaf minus kShift elements; base0 is lane 0's). A phase takes
-// kHalf = 64 / kL elements of each leaf, which lie in kM = kHalf / 8 aligned vectors plus a
-// tail vector: 8 main vectors and kL tails per lane. The warp loads them whole, coalesced, all
-// in flight (16 bytes per load where element loads brought 2: NOTES step 35): main load t of a
-// lane is vector ln % 8 of lane 4 t + ln / 8's main vectors, tail load t is the tail of leaf
-// ln % kL of lane (32 t + ln) / kL, so that every offset is a lane's own (one 32-bit shuffle)
-// plus a constant. A lane's stage row holds its main vectors, then its tails (rows of kRow,
-// odd: no bank conflicts when the lanes read their rows or store main vectors; tails loaded by
-// each lane for itself into registers measured 0.83-0.87 of an aligned copy against these
-// rows' 0.88-0.91, step 35); each lane folds elements kShift .. kShift + kHalf - 1 of each
-// leaf's part, its kL leaves side by side: the same additions as fold_leaf, kL chains.
+// boundary (a view such as x[1:]), each lane owning kL (1 or 2) adjacent ones, when the warp's
+// lanes are G runs (G = 1 .. 32, a power of two: the warp's outputs, lane l in run l % G at
+// position l / G, R = 32 / G lanes each) whose leaves follow each other in memory (lane l's from
+// its run's first lane's plus l / G * kL leaves). `base0` is lane 0's first leaf rounded down to
+// the boundary and `delta` this lane's, in vectors from it. A phase folds one leaf per lane: run
+// leaf ph * R + p on the lane at position p, whose 64 elements lie in 9 aligned vectors, the
+// ninth the next leaf's first. The warp loads the phase's 256 leaf vectors coalesced (load t of a
+// lane is vector 32 t + ln of the phase's runs, back to back; each load fetches its run's offset
+// with one 32-bit shuffle) plus each run's ninth (lanes l < G, one vector each), stores each
+// vector in its leaf's row of 9 and, when it starts a leaf, also in the previous leaf's row at 8
+// (the ninth vectors without loads of their own), and each lane folds elements kShift .. kShift
+// + 63 of its row in order, every place a constant. Then the leaves' values move by shuffle to
+// their owning lanes (a[l] is leaf kL p + l of the lane's run). Full sums (G = 1) load 8 vectors
+// and one more per phase; lanes that each loaded their own tail vectors touched 32 cache lines
+// per tail load (NOTES steps 35, 62). The same additions: each leaf in order from its first
+// element, one chain per lane and phase.
 template <class Op, class in_t, int kShift, int kL>
 __device__ __forceinline__ void fold_leaf_staged_shifted(const Vec<in_t, 8>* base0, int delta,
-                                                         Vec<in_t, 8>* stage,
+                                                         int log_g, Vec<in_t, 8>* stage,
                                                          typename Op::acc_t (&a)[kL]) {
   using value_t = typename Op::value_t;
+  using acc_t = typename Op::acc_t;
   using VecT = Vec<in_t, 8>;
-  constexpr int kHalf = kCanonLeaf / kL;
-  constexpr int kM = kHalf / 8;             // main vectors of each leaf per phase: 8 or 4
-  constexpr int kRow = (8 + kL) | 1;        // 9 or 11
-  static_assert(sizeof(in_t) == 2 && kShift > 0 && kShift < 8 && kM * kL == 8 &&
-                32 * kRow <= LeafStage<in_t>::kStageVecs, "16-bit leaves, shifted, in the stage");
-  const auto load = [&](int owner, int vec) {
-    const int at = __shfl_sync(kFullMask, delta, owner) + vec;
-    const uint4 v = __ldg(reinterpret_cast<const uint4*>(base0 + at));
+  constexpr int kRow = 9;
+  static_assert(sizeof(in_t) == 2 && kShift > 0 && kShift < 8 && (kL == 1 || kL == 2) &&
+                    32 * kRow <= LeafStage<in_t>::kStageVecs,
+                "16-bit leaves, shifted, in the stage");
+  const auto load = [&](int at) {
+    const uint4 u = __ldg(reinterpret_cast<const uint4*>(base0 + at));
     VecT x;
-    memcpy(&x, &v, sizeof(v));
+    memcpy(&x, &u, sizeof(u));
     return x;
   };
+  const int log_r = 5 - log_g;  // R = 32 / G lanes per run
+  acc_t f[kL];
 #pragma unroll 1
   for (int ph = 0; ph < kL; ++ph) {
     // The lane index read in each phase, not taken from the caller: offsets derived from it
@@ -227,34 +230,51 @@ __device__ __forceinline__ void fold_leaf_staged_shifted(const Vec<in_t, 8>* bas
     unsigned ln_u;
     asm volatile("mov.u32 %0, %%laneid;" : "=r"(ln_u));
     const int ln = static_cast<int>(ln_u);
-    const int j = ln & 7, jl = j / kM, jc = j % kM;  // main: leaf jl's vector jc
-    const int tl = ln % kL;                          // tail: leaf tl's
-    VecT x[8], y[kL];
+    VecT x[8];
 #pragma unroll
-    for (int t = 0; t < 8; ++t) x[t] = load(4 * t + (ln >> 3), jl * 8 + ph * kM + jc);
+    for (int t = 0; t < 8; ++t) {  // vector o of run g's phase part
+      const int m = 32 * t + ln, g = m >> (log_r + 3), o = m & ((8 << log_r) - 1);
+      x[t] = load(__shfl_sync(kFullMask, delta, g) + (ph << (log_r + 3)) + o);
+    }
+    // Run ln's ninth vector (lanes ln < G; the others re-read their own first).
+    const int tail_at = __shfl_sync(kFullMask, delta, ln & ((1 << log_g) - 1)) +
+                        (ln < (1 << log_g) ? ((ph + 1) << (log_r + 3)) : (ph << (log_r + 3)));
+    const VecT last = load(tail_at);
 #pragma unroll
-    for (int t = 0; t < kL; ++t) y[t] = load((32 * t + ln) / kL, tl * 8 + ph * kM + kM);
-#pragma unroll
-    for (int t = 0; t < 8; ++t) stage[(4 * t + (ln >> 3)) * kRow + j] = x[t];
-#pragma unroll
-    for (int t = 0; t < kL; ++t) stage[((32 * t + ln) / kL) * kRow + 8 + tl] = y[t];
+    for (int t = 0; t < 8; ++t) {
+      const int m = 32 * t + ln, g = m >> (log_r + 3), o = m & ((8 << log_r) - 1);
+      const int row = g + ((o >> 3) << log_g);  // the lane that folds vector o's leaf
+      stage[row * kRow + (o & 7)] = x[t];
+      if ((o & 7) == 0 && o > 0) stage[(row - (1 << log_g)) * kRow + 8] = x[t];
+    }
+    if (ln < (1 << log_g)) stage[(ln + (((1 << log_r) - 1) << log_g)) * kRow + 8] = last;
     __syncwarp();
     const VecT* const row = stage + ln * kRow;
+    acc_t b = Op::identity();
 #pragma unroll
-    for (int c = 0; c <= kM; ++c) {
-      VecT z[kL];
-#pragma unroll
-      for (int l = 0; l < kL; ++l) z[l] = row[c < kM ? l * kM + c : 8 + l];
+    for (int c = 0; c < kRow; ++c) {
+      const VecT z = row[c];
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
-        const int pos = c * 8 + e;  // static: element pos - kShift of this phase's part
-        if (pos >= kShift && pos < kShift + kHalf) {
-#pragma unroll
-          for (int l = 0; l < kL; ++l) a[l] = Op::reduce(a[l], to_acc<value_t>(z[l].v[e]));
-        }
+        const int pos = c * 8 + e;  // static: element pos - kShift of the lane's leaf
+        if (pos >= kShift && pos < kShift + kCanonLeaf) b = Op::reduce(b, to_acc<value_t>(z.v[e]));
       }
     }
+    f[ph] = b;
     __syncwarp();  // the next phase overwrites the stage
+  }
+  if constexpr (kL == 1) {
+    a[0] = f[0];
+  } else {  // run leaf 2 p + l: phase (2 p + l) / R, position (2 p + l) % R
+    unsigned ln_u;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(ln_u));
+    const int ln = static_cast<int>(ln_u), g = ln & ((1 << log_g) - 1), p = ln >> log_g;
+#pragma unroll
+    for (int l = 0; l < 2; ++l) {
+      const int q = 2 * p + l, src = g + ((q & ((1 << log_r) - 1)) << log_g);
+      const acc_t lo = shfl_idx(f[0], src), hi = shfl_idx(f[1], src);
+      a[l] = (q >> log_r) == 0 ? lo : hi;
+    }
   }
 }
 
@@ -264,13 +284,14 @@ __device__ __forceinline__ int shift_of(const in_t* p) {
   return static_cast<int>(reinterpret_cast<uintptr_t>(p) & 15) / static_cast<int>(sizeof(in_t));
 }
 
-// The warp's lanes each own kL adjacent whole 16-bit leaves from `p`: folds them with
-// fold_leaf_staged_shifted, the shift a constant, and returns true, when every lane's leaves
-// start the same number of elements (1 .. 7) past a 16-byte boundary and lie within 2^31
-// vectors of lane 0's (each load then fetches its owner's offset with one 32-bit shuffle); else
-// returns false and folds nothing. Every lane of the warp must call it.
+// The warp's lanes each own kL adjacent whole 16-bit leaves from `p`, the warp's outputs G =
+// 2^log_g runs of lanes (lane l in run l % G): folds them with fold_leaf_staged_shifted, the
+// shift a constant, and returns true, when every lane's leaves start the same number of elements
+// (1 .. 7) past a 16-byte boundary, lie within 2^31 vectors of lane 0's and follow each other
+// within each run; else returns false and folds nothing. Every lane of the warp must call it.
 template <class Op, class in_t, int kL>
-__device__ __forceinline__ bool fold_leaves_shifted(const in_t* p, bool whole, Vec<in_t, 8>* stage,
+__device__ __forceinline__ bool fold_leaves_shifted(const in_t* p, bool whole, int log_g,
+                                                    Vec<in_t, 8>* stage,
                                                     typename Op::acc_t (&a)[kL]) {
   using VecT = Vec<in_t, 8>;
   const int shift = shift_of(p);
@@ -278,17 +299,20 @@ __device__ __forceinline__ bool fold_leaves_shifted(const in_t* p, bool whole, V
   const VecT* const base0 = shfl_ptr(base, 0);
   const int shift0 = __shfl_sync(kFullMask, shift, 0);
   const int64_t delta = base - base0;
-  if (shift0 == 0 || !__all_sync(kFullMask, whole && shift == shift0 && delta == int(delta)))
-    return false;
   const int d = static_cast<int>(delta);
+  const int ln = static_cast<int>(threadIdx.x & 31);
+  const int d_run = __shfl_sync(kFullMask, d, ln & ((1 << log_g) - 1));  // its run's first lane
+  if (shift0 == 0 || !__all_sync(kFullMask, whole && shift == shift0 && delta == d &&
+                                                d - d_run == (ln >> log_g) * 8 * kL))
+    return false;
   switch (shift0) {
-    case 1: fold_leaf_staged_shifted<Op, in_t, 1, kL>(base0, d, stage, a); break;
-    case 2: fold_leaf_staged_shifted<Op, in_t, 2, kL>(base0, d, stage, a); break;
-    case 3: fold_leaf_staged_shifted<Op, in_t, 3, kL>(base0, d, stage, a); break;
-    case 4: fold_leaf_staged_shifted<Op, in_t, 4, kL>(base0, d, stage, a); break;
-    case 5: fold_leaf_staged_shifted<Op, in_t, 5, kL>(base0, d, stage, a); break;
-    case 6: fold_leaf_staged_shifted<Op, in_t, 6, kL>(base0, d, stage, a); break;
-    default: fold_leaf_staged_shifted<Op, in_t, 7, kL>(base0, d, stage, a);
+    case 1: fold_leaf_staged_shifted<Op, in_t, 1, kL>(base0, d, log_g, stage, a); break;
+    case 2: fold_leaf_staged_shifted<Op, in_t, 2, kL>(base0, d, log_g, stage, a); break;
+    case 3: fold_leaf_staged_shifted<Op, in_t, 3, kL>(base0, d, log_g, stage, a); break;
+    case 4: fold_leaf_staged_shifted<Op, in_t, 4, kL>(base0, d, log_g, stage, a); break;
+    case 5: fold_leaf_staged_shifted<Op, in_t, 5, kL>(base0, d, log_g, stage, a); break;
+    case 6: fold_leaf_staged_shifted<Op, in_t, 6, kL>(base0, d, log_g, stage, a); break;
+    default: fold_leaf_staged_shifted<Op, in_t, 7, kL>(base0, d, log_g, stage, a);
   }
   return true;
 }
@@ -660,10 +684,13 @@ __global__ void __launch_bounds__(kCanonThreads, kLat ? 2 : 3)
     };
     // fold_leaves_shifted for the kernels that have it (16-bit inputs): the warp's kL leaves per
     // lane from `lp`, whole (every lane's `whole`) and shifted alike; false if it did not fold.
+    // The warp's lanes are min(X, 32) runs, one per output lane.
     const auto shifted = [&](const in_t* lp, bool whole, auto& b) {
       if constexpr (kShifted) {
         constexpr int kL = std::extent_v<std::remove_reference_t<decltype(b)>>;
-        return cfg.step == 1 && fold_leaves_shifted<Op, in_t, kL>(lp, whole, stage[tid >> 5], b);
+        const int log_g = 31 - __clz(min(cfg.X, 32));
+        return cfg.step == 1 &&
+               fold_leaves_shifted<Op, in_t, kL>(lp, whole, log_g, stage[tid >> 5], b);
       } else {
         return false;
       }

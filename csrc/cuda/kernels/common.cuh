@@ -9,7 +9,7 @@
 //   ThreadFold          one thread's fold of vectors and single elements (rows_partial);
 //                       argmax/argmin keep the best vector whole and search it once, at the end
 //   load_policy/load_in the input's loads: 16-byte ones with an L2 policy (evict-first per launch)
-//   shfl_down           a warp shuffle for any accumulator type
+//   shfl_down, shfl_idx warp shuffles for any accumulator type
 //   group_reduce        reduce across groups of G consecutive threads: the tree in shared memory
 //                       with sequential addressing (the stride halves, so the active threads stay
 //                       packed in each group's first warps) down to 32 values, then warp shuffles
@@ -248,20 +248,32 @@ constexpr int vec_width() {
   return 16 / static_cast<int>(sizeof(T));
 }
 
-template <class T>
-__device__ __forceinline__ T shfl_down(T v, int offset, int width) {
+// A warp shuffle `shfl` (a generic lambda over the value or one 32-bit word of it) of any
+// trivially copyable accumulator.
+template <class T, class F>
+__device__ __forceinline__ T shfl_any(T v, F&& shfl) {
   if constexpr (std::is_arithmetic_v<T> && (sizeof(T) == 4 || sizeof(T) == 8)) {
-    return __shfl_down_sync(kFullMask, v, offset, width);
-  } else {  // any trivially copyable accumulator, one 32-bit word at a time
+    return shfl(v);
+  } else {  // one 32-bit word at a time
     static_assert(sizeof(T) % 4 == 0, "accumulator size must be a multiple of 4 bytes");
     int words[sizeof(T) / 4];
     memcpy(words, &v, sizeof(T));
 #pragma unroll
-    for (int i = 0; i < static_cast<int>(sizeof(T) / 4); ++i)
-      words[i] = __shfl_down_sync(kFullMask, words[i], offset, width);
+    for (int i = 0; i < static_cast<int>(sizeof(T) / 4); ++i) words[i] = shfl(words[i]);
     memcpy(&v, words, sizeof(T));
     return v;
   }
+}
+
+template <class T>
+__device__ __forceinline__ T shfl_down(T v, int offset, int width) {
+  return shfl_any(v, [&](auto w) { return __shfl_down_sync(kFullMask, w, offset, width); });
+}
+
+// Lane `src`'s value (all lanes must call it).
+template <class T>
+__device__ __forceinline__ T shfl_idx(T v, int src) {
+  return shfl_any(v, [&](auto w) { return __shfl_sync(kFullMask, w, src); });
 }
 
 // A load that bypasses L1, for partials written by other blocks of the same launch.
