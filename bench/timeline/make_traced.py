@@ -29,10 +29,10 @@ ins("  const int64_t M = g.num_outputs, K = g.reduce_len;\n  const int last = g.
 a_ = "      tree_over_y<Op, kVec>(a, X, Y, tid, sm);\n      if (ty == 0 && k1 - k0 > 1) {"
 assert s.count(a_) == 1
 s = s.replace(a_, "      TR_MARK(1);\n      tree_over_y<Op, kVec>(a, X, Y, tid, sm);\n      TR_MARK(2);\n      if (ty == 0 && k1 - k0 > 1) {")
-ins("    if (!arrive_last(&counters[blockIdx.x], cfg.splits, left)) return;", "    TR_MARK(3);\n", after=False)
-ins("    if (!arrive_last(&counters[blockIdx.x], cfg.splits, left)) return;", "\n    TR_MARK(4);")
-ins("    int ym = 1;\n    while (ym < Y && ym * c < cfg.splits) ym <<= 1;", "    TR_MARK(5);\n", after=False)
-ins("    tree_over_y<Op, kVec>(a, X, ym, tid, sm);\n    if (ty == 0 && o0 < M) store(o0, a);", "\n    TR_MARK(6);")
+ins("    const Merged<acc_t, kVec> m = merge_tile_splits<Op, kVec>(", "    TR_MARK(3);\n", after=False)
+ins("  m.last = arrive_last(counter, splits, left);\n  if (!m.last) return m;", "\n  TR_MARK(4);")
+ins("  int ym = 1;\n  while (ym < Y && ym * c < splits) ym <<= 1;", "  TR_MARK(5);\n", after=False)
+ins("    if (m.last && ty == 0 && o0 < M) store(o0, m.a);", "\n    if (m.last) TR_MARK(6);")
 # the latency kernel's cluster merge
 ins("      if (cluster_rank() != 0) return;", "      TR_MARK(3);\n", after=False)
 ins("      cluster_bar_wait(cluster_bar, 0);", "\n      TR_MARK(4);")

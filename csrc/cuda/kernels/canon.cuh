@@ -575,6 +575,94 @@ constexpr int canon_per() {
   return sizeof(in_t) <= 2 ? 2 : 1;
 }
 
+// The split merge of canon_kernel's tile (every thread of the block calls it, after storing the
+// block's nodes): counts the block's `left` splits; the tile's last block merges its `splits`
+// nodes at `slots` ([split][column], kVec columns per output lane) into thread ty = 0's m.a.
+// Thread ty takes splits ty*c .. ty*c + c - 1 (missing ones are the identity) with a counter,
+// which over a power-of-two count is the perfect tree; then the tree over ty. Out of line
+// (__noinline__), so that its code does not move the register allocation and schedule of
+// canon_kernel's fold loop: an edit of the inlined arrival alone measured 5-10% on float32
+// throughput launches that never arrive (NOTES steps 62, 64 and 65).
+template <class acc_t, int kVec>
+struct Merged {
+  acc_t a[kVec];
+  bool last;
+};
+template <class Op, int kVec, class acc_t>
+__device__ __noinline__ Merged<acc_t, kVec> merge_tile_splits(const acc_t* slots, unsigned* counter,
+                                                              unsigned left, int splits, int c,
+                                                              int X, int Y, acc_t* sm,
+                                                              uint4* stage) {
+  Merged<acc_t, kVec> m;
+  m.last = arrive_last(counter, splits, left);
+  if (!m.last) return m;
+  const int tid = threadIdx.x;
+  const int tx = tid & (X - 1), ty = tid / X;
+  const int tile_cols = X * kVec, col = tx * kVec;
+  acc_t levels[kVec][kCanonLevels];
+  // kB nodes of each output loaded at a time, all in flight (one load and push at a time
+  // waited for L2 once per node: NOTES step 29), merged in registers by the perfect tree over
+  // the batch (a node of the tree when c >= kB; with c < kB the identities past c leave the
+  // tree over c); each batch's node then goes to the counter (a push per node waited on the
+  // counter's local memory: step 39). One output lane (X = 1): a batch is 128 bytes per
+  // thread, which a warp whose 32 runs are whole loads coalesced (load_runs_staged).
+  constexpr int kB = kVec == 1 ? 128 / static_cast<int>(sizeof(acc_t)) : 4;
+  const int batches = (c + kB - 1) / kB;
+#pragma unroll 1
+  for (int i = 0; i < batches; ++i) {
+    const int i0 = i * kB;
+    acc_t x[kB][kVec];
+    bool staged = false;
+    if constexpr (kVec == 1) {
+      if (X == 1 && c >= kB && int64_t((tid | 31) + 1) * c <= splits &&
+          (reinterpret_cast<uintptr_t>(slots) & 15) == 0) {  // warp-uniform; ty = tid
+        acc_t y[kB];
+        load_runs_staged<acc_t, kB>(slots + int64_t(tid & ~31) * c + i0, c, stage, y);
+#pragma unroll
+        for (int b = 0; b < kB; ++b) x[b][0] = y[b];
+        staged = true;
+      }
+    }
+    if (!staged) {
+#pragma unroll
+      for (int b = 0; b < kB; ++b) {
+        const int sp = ty * c + i0 + b;
+#pragma unroll
+        for (int v = 0; v < kVec; ++v)
+          x[b][v] = i0 + b < c && sp < splits
+                        ? load_cg(slots + int64_t(sp) * tile_cols + col + v)
+                        : Op::identity();
+      }
+    }
+#pragma unroll
+    for (int w = 1; w < kB; w *= 2)
+#pragma unroll
+      for (int b = 0; b + w < kB; b += 2 * w)
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) x[b][v] = Op::combine(x[b][v], x[b + w][v]);
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) {
+      if (batches == 1)
+        m.a[v] = x[0][v];
+      else
+        counter_push<Op>(LocalLevels<acc_t>{levels[v]}, x[0][v], i);
+    }
+  }
+  if (batches > 1) {
+#pragma unroll
+    for (int v = 0; v < kVec; ++v)
+      m.a[v] = counter_result<Op>(LocalLevels<acc_t>{levels[v]}, batches);
+  }
+  // The tree over the threads that merged nodes (the next power of two of them): the other
+  // threads' values are the identity, whose merges change no bits (a zero's sign aside, and
+  // a zero result is +0 anyway), so the levels above it are skipped: (64, 65536) merges 4
+  // splits with 2 shuffle levels instead of 5 and 3 through shared memory (NOTES step 56).
+  int ym = 1;
+  while (ym < Y && ym * c < splits) ym <<= 1;
+  tree_over_y<Op, kVec>(m.a, X, ym, tid, sm);
+  return m;
+}
+
 // Three blocks per SM (at most 85 registers) keep enough loads in flight.
 //
 // kLat: the latency kernel, for launches of at most about one wave (small full sums, long rows;
@@ -611,7 +699,7 @@ __global__ void __launch_bounds__(kCanonThreads, kLat ? 2 : 3)
   // One float output per thread keeps the round counter's low levels in shared memory (below).
   constexpr bool kSmemRounds = kVec == 1 && sizeof(acc_t) <= 8;
   __shared__ acc_t round_sm[kCanonSmemLevels][kSmemRounds ? 32 : 1];
-  acc_t levels[kVec][kCanonLevels];  // local memory: upper round levels, then the final merge
+  acc_t levels[kVec][kCanonLevels];  // local memory: the round counter's upper levels
   const int tid = threadIdx.x;
   const int lane = tid & 31;
   const int X = cfg.X, Y = cfg.Y;
@@ -820,79 +908,14 @@ __global__ void __launch_bounds__(kCanonThreads, kLat ? 2 : 3)
     }
   } else if (cfg.splits > 1) {
     // The block's splits were all of tile blockIdx.x: one arrival for all of them (an arrival per
-    // split measured 1-8% of full sums' time, more the shorter the splits). The last block
-    // merges the tile's splits: thread ty takes splits ty*c .. ty*c + c - 1 (missing ones are
-    // the identity) with a counter, which over a power-of-two count is the perfect tree; then
-    // the tree over ty.
+    // split measured 1-8% of full sums' time, more the shorter the splits); the last block
+    // merges the tile's nodes (merge_tile_splits, out of line).
     const unsigned left = (cfg.splits - 1 - blockIdx.y) / gridDim.y + 1;  // splits it took
-    if (!arrive_last(&counters[blockIdx.x], cfg.splits, left)) return;
-    const int64_t tile = blockIdx.x;
-    const int64_t o0 = (tile * X + tx) * kVec;
-    const acc_t* slots = tile_slots(tile);
-    const int c = cfg.merge_per_thread;
-    // kB nodes of each output loaded at a time, all in flight (one load and push at a time
-    // waited for L2 once per node: NOTES step 29), merged in registers by the perfect tree over
-    // the batch (a node of the tree when c >= kB; with c < kB the identities past c leave the
-    // tree over c); each batch's node then goes to the counter (a push per node waited on the
-    // counter's local memory: step 39). One output lane (X = 1): a batch is 128 bytes per
-    // thread, which a warp whose 32 runs are whole loads coalesced (load_runs_staged).
-    constexpr int kB = kVec == 1 ? 128 / static_cast<int>(sizeof(acc_t)) : 4;
-    const int batches = (c + kB - 1) / kB;
-    acc_t a[kVec];
-#pragma unroll 1
-    for (int i = 0; i < batches; ++i) {
-      const int i0 = i * kB;
-      acc_t x[kB][kVec];
-      bool staged = false;
-      if constexpr (kVec == 1) {
-        if (X == 1 && c >= kB && int64_t((tid | 31) + 1) * c <= cfg.splits &&
-            (reinterpret_cast<uintptr_t>(slots) & 15) == 0) {  // warp-uniform; ty = tid
-          acc_t y[kB];
-          load_runs_staged<acc_t, kB>(slots + int64_t(tid & ~31) * c + i0, c,
-                                      reinterpret_cast<uint4*>(stage[tid >> 5]), y);
-#pragma unroll
-          for (int b = 0; b < kB; ++b) x[b][0] = y[b];
-          staged = true;
-        }
-      }
-      if (!staged) {
-#pragma unroll
-        for (int b = 0; b < kB; ++b) {
-          const int sp = ty * c + i0 + b;
-#pragma unroll
-          for (int v = 0; v < kVec; ++v)
-            x[b][v] = i0 + b < c && sp < cfg.splits
-                          ? load_cg(slots + int64_t(sp) * tile_cols + col + v)
-                          : Op::identity();
-        }
-      }
-#pragma unroll
-      for (int w = 1; w < kB; w *= 2)
-#pragma unroll
-        for (int b = 0; b + w < kB; b += 2 * w)
-#pragma unroll
-          for (int v = 0; v < kVec; ++v) x[b][v] = Op::combine(x[b][v], x[b + w][v]);
-#pragma unroll
-      for (int v = 0; v < kVec; ++v) {
-        if (batches == 1)
-          a[v] = x[0][v];
-        else
-          counter_push<Op>(LocalLevels<acc_t>{levels[v]}, x[0][v], i);
-      }
-    }
-    if (batches > 1) {
-#pragma unroll
-      for (int v = 0; v < kVec; ++v)
-        a[v] = counter_result<Op>(LocalLevels<acc_t>{levels[v]}, batches);
-    }
-    // The tree over the threads that merged nodes (the next power of two of them): the other
-    // threads' values are the identity, whose merges change no bits (a zero's sign aside, and
-    // a zero result is +0 anyway), so the levels above it are skipped: (64, 65536) merges 4
-    // splits with 2 shuffle levels instead of 5 and 3 through shared memory (NOTES step 56).
-    int ym = 1;
-    while (ym < Y && ym * c < cfg.splits) ym <<= 1;
-    tree_over_y<Op, kVec>(a, X, ym, tid, sm);
-    if (ty == 0 && o0 < M) store(o0, a);
+    const Merged<acc_t, kVec> m = merge_tile_splits<Op, kVec>(
+        tile_slots(blockIdx.x), &counters[blockIdx.x], left, cfg.splits, cfg.merge_per_thread,
+        X, Y, sm, reinterpret_cast<uint4*>(stage[tid >> 5]));
+    const int64_t o0 = (int64_t(blockIdx.x) * X + tx) * kVec;
+    if (m.last && ty == 0 && o0 < M) store(o0, m.a);
   }
 }
 

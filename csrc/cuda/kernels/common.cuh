@@ -425,18 +425,25 @@ __device__ __forceinline__ void cluster_store_async(T* dst, const T& x, uint64_t
 #endif
 }
 
+// The block's threads have stored their partials; the leader counts the block's n arrivals with
+// one acquire-release atomic at GPU scope: the barrier before it orders every thread's stores
+// before its release, and the barrier after it orders its acquire (of the other blocks' released
+// stores) before the last block's reads. A __threadfence() in every thread before the barrier
+// and again in the last block measured 0.15-0.45 µs slower per launch (NOTES step 64).
 __device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned expected, unsigned n = 1) {
   __shared__ bool last;
-  __threadfence();  // make this thread's partials visible before the block is counted
   __syncthreads();
   const bool leader = threadIdx.x == 0 && threadIdx.y == 0;
   if (leader) {
-    const unsigned prev = atomicAdd(counter, n);
+    unsigned prev;
+    asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], %2;"
+                 : "=r"(prev)
+                 : "l"(counter), "r"(n)
+                 : "memory");
     last = prev + n == expected;
     if (last) *counter = 0;  // every block of this tile has arrived
   }
   __syncthreads();
-  if (last) __threadfence();
   return last;
 }
 
