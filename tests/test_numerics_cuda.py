@@ -146,6 +146,35 @@ def test_cuda_misaligned_whole_leaves(dtype, monkeypatch):
             monkeypatch.delenv("TREDUCE_CANON_LAUNCH")
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("hw", [(32, 32), (8, 16), (8, 24)], ids=lambda t: f"{t[0]}x{t[1]}")
+def test_cuda_misaligned_leaves_across_memory_runs(dtype, hw, monkeypatch):
+    """Misaligned 16-bit statistics over two reduced dims (NCHW over (0, 2, 3), x[k:] of a flat
+    buffer): an output's consecutive leaves lie in memory runs of H * W elements. The automatic
+    launch takes enough output lanes that each output's lanes in a warp stay inside one memory
+    run, which the shifted staging needs (plan_canon, NOTES step 66): H * W = 1024 (16 leaves)
+    and 128 (2 leaves). Forced launches with one output lane per block put 32 or 64 leaves of an
+    output in a warp, across memory runs (element staging), and H * W = 192 (3 leaves) puts
+    leaf pairs across memory runs. The bits equal the CPU's on every path, every misaligned
+    offset."""
+    h, w = hw
+    shape = (4, 16, h, w)
+    n = math.prod(shape)
+    base = float_data(n + 8, dtype, seed=11).cuda()
+    for k in range(1, 8):
+        x = base[k:k + n].view(shape)
+        want = torch.ops.treduce.sum(x.cpu(), [0, 2, 3])
+        for launch in (None, "y=256,per=2", "y=256,per=1", "y=64,per=2", "y=32,per=1"):
+            if launch is None:
+                monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
+            else:
+                monkeypatch.setenv("TREDUCE_CANON_LAUNCH", launch)
+            assert_bits(torch.ops.treduce.sum(x, [0, 2, 3]), want, f"k={k} {launch}")
+        monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
+        assert_bits(torch.ops.treduce.mean(x, [0, 2, 3]),
+                    torch.ops.treduce.mean(x.cpu(), [0, 2, 3]), f"mean k={k}")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
                          ids=str)
 def test_cuda_step2_views(dtype):

@@ -554,6 +554,19 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // (16 leaves per output) ran 2 output lanes x 128 leaf lanes, 1/8 of them busy, 22.4 µs;
   // 16 x 16 took 12.8 µs (NOTES step 24).
   int X = ov.y > 0 ? kCanonThreads / ov.y : std::max(x_leaves, x_columns);
+  // Misaligned 16-bit leaves of several reduced dims (misaligned NCHW statistics): the shifted
+  // staging (fold_leaves_shifted) needs the 32 / X lanes of each output in a warp, c.per
+  // leaves each, to hold leaves that follow each other in memory, so enough output lanes that
+  // those leaves stay inside one run of the innermost reduced dim. (64, 256, 32, 32) over (0, 2,
+  // 3) from x[1:] (runs of 16 leaves) took 0.70x the aligned time with one output lane (element
+  // staging); an edit of the kernel's check instead moved the aligned kernels (NOTES step 66).
+  if (ov.y == 0 && sizeof(in_t) == 2 && lc.vec == 1 && c.step == 1 && g.red.ndim >= 2 &&
+      (reinterpret_cast<uintptr_t>(in) & 15) != 0 &&
+      g.red.sizes[g.red.ndim - 1] % (int64_t(kCanonLeaf) * c.per) == 0) {
+    const int64_t run_leaves = g.red.sizes[g.red.ndim - 1] / kCanonLeaf;
+    const int64_t lanes = (run_leaves & -run_leaves) / c.per;  // >= 1
+    if (lanes < 32) X = std::max<int>(X, static_cast<int>(32 / lanes));
+  }
   if (ov.y == 0 && lc.vec > 1) {
     // Columns read 16 bytes per output lane: fewer lanes (down to 8: 128-byte segments) give
     // more tiles and fewer splits per tile. Take the X whose estimated makespan is least, then
