@@ -150,13 +150,14 @@ def test_cuda_misaligned_whole_leaves(dtype, monkeypatch):
 @pytest.mark.parametrize("hw", [(32, 32), (8, 16), (8, 24)], ids=lambda t: f"{t[0]}x{t[1]}")
 def test_cuda_misaligned_leaves_across_memory_runs(dtype, hw, monkeypatch):
     """Misaligned 16-bit statistics over two reduced dims (NCHW over (0, 2, 3), x[k:] of a flat
-    buffer): an output's consecutive leaves lie in memory runs of H * W elements. The automatic
-    launch takes enough output lanes that each output's lanes in a warp stay inside one memory
-    run, which the shifted staging needs (plan_canon, NOTES step 66): H * W = 1024 (16 leaves)
-    and 128 (2 leaves). Forced launches with one output lane per block put 32 or 64 leaves of an
-    output in a warp, across memory runs (element staging), and H * W = 192 (3 leaves) puts
-    leaf pairs across memory runs. The bits equal the CPU's on every path, every misaligned
-    offset."""
+    buffer): an output's consecutive leaves lie in memory runs of H * W elements, and the
+    shifted staging needs each output's lanes in a warp to hold leaves of one memory run
+    (plan_canon takes enough output lanes for it where the outputs fill them, NOTES step 66;
+    these small shapes' automatic launches take 4-32 output lanes from their few leaves per
+    output, and y=64 / y=32 force 4 and 8). Forced launches with one output lane per block
+    (y=256) put 32 or 64 leaves of an output in a warp, across memory runs (element staging),
+    and H * W = 192 (3 leaves) puts leaf pairs across memory runs. The bits equal the CPU's on
+    every path, every misaligned offset."""
     h, w = hw
     shape = (4, 16, h, w)
     n = math.prod(shape)

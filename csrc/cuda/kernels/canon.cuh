@@ -672,8 +672,9 @@ __device__ __noinline__ Merged<acc_t, kVec> merge_tile_splits(const acc_t* slots
 // cluster (gridDim.y = splits <= 16, one split each, splits <= Y, splits * X <= kClusterSlots,
 // as 16-bit inputs leave only 512 bytes of the 48 KB of static shared memory): each block
 // stores its node into the shared memory of the cluster's first block (st.async), which waits
-// for their bytes on an mbarrier and merges them, in place of the partials in global memory,
-// the fence and the atomic arrival. The same nodes and the same tree: the bits do not change.
+// for their bytes on an mbarrier and merges them, in place of the partials in global memory
+// and the atomic arrival (merge_tile_splits). The same nodes and the same tree: the bits do not
+// change.
 template <class Op, class in_t, class out_t, int kVec, int kPer = 1, bool kLat = false>
 __global__ void __launch_bounds__(kCanonThreads, kLat ? 2 : 3)
     canon_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,

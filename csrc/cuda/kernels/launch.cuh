@@ -560,12 +560,14 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // those leaves stay inside one run of the innermost reduced dim. (64, 256, 32, 32) over (0, 2,
   // 3) from x[1:] (runs of 16 leaves) took 0.70x the aligned time with one output lane (element
   // staging); an edit of the kernel's check instead moved the aligned kernels (NOTES step 66).
+  // Only where the outputs fill those lanes (a non-contiguous full sum, M = 1, would leave
+  // most of them idle).
   if (ov.y == 0 && sizeof(in_t) == 2 && lc.vec == 1 && c.step == 1 && g.red.ndim >= 2 &&
       (reinterpret_cast<uintptr_t>(in) & 15) != 0 &&
       g.red.sizes[g.red.ndim - 1] % (int64_t(kCanonLeaf) * c.per) == 0) {
     const int64_t run_leaves = g.red.sizes[g.red.ndim - 1] / kCanonLeaf;
     const int64_t lanes = (run_leaves & -run_leaves) / c.per;  // >= 1
-    if (lanes < 32) X = std::max<int>(X, static_cast<int>(32 / lanes));
+    if (lanes < 32 && M >= 32 / lanes) X = std::max<int>(X, static_cast<int>(32 / lanes));
   }
   if (ov.y == 0 && lc.vec > 1) {
     // Columns read 16 bytes per output lane: fewer lanes (down to 8: 128-byte segments) give
