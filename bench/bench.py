@@ -212,7 +212,9 @@ def check(case: Case, x: torch.Tensor) -> None:
         assert torch.allclose(ours.double(), ref, rtol=k * 2.0 ** -23, atol=0), case.name
     else:
         ref = torch_fn(case)(x.double())
-        tol = 1e-5 * torch_fn(case)(x.double().abs()) + 1e-6
+        # the result's own rounding too: 16-bit outputs hold 8 (bfloat16) or 11 significant bits
+        u = {torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}.get(ours.dtype, 0.0)
+        tol = 1e-5 * torch_fn(case)(x.double().abs()) + u * ref.abs() + 1e-6
         assert ((ours.double() - ref).abs() <= tol).all(), case.name
 
 
@@ -259,6 +261,98 @@ def run_case(case: Case, inductor: bool) -> dict:
     del x
     torch.cuda.empty_cache()
     return row
+
+
+# Goals 2 and 3 (issue 3) name bandwidths for whole classes at given sizes; the grid above has
+# one or two cells of each class. These cells cover what the goals name, each class at its
+# size, timed against torch and the read ceiling (no Inductor or CUB: goal 1 is the grid's).
+# Goal 2: every cell of 1 GiB for sum and amax, float32 and bfloat16, full, rows, columns and a
+# mid dim, at >= 4.28 TB/s. Goal 3: the weak classes at 256 MB (NHWC statistics at the shape
+# the issue names, 196 MB) at >= 3.8 TB/s.
+GOAL_TBS = {2: 4.28, 3: 3.8}
+
+
+def goal_cells() -> list[tuple[int, Case]]:
+    cells = []
+    for dt, tag, e in ((F32, "f32", 4), (BF16, "bf16", 2)):
+        n = (1 << 30) // e  # 1 GiB
+        r = 16384
+        for op in ("sum", "amax"):
+            cells += [
+                (2, Case("full", f"{op} {tag} 2^{n.bit_length() - 1}", (n,), dt, op, None)),
+                (2, Case("rows", f"{op} {tag} ({r},{n // r}) d1", (r, n // r), dt, op, (1,))),
+                (2, Case("columns", f"{op} {tag} ({n // r},{r}) d0", (n // r, r), dt, op, (0,))),
+                (2, Case("mid dim", f"{op} {tag} (64,{n // 65536},1024) d1",
+                         (64, n // 65536, 1024), dt, op, (1,))),
+            ]
+    for dt, tag, op, e in ((F32, "f32", "sum", 4), (BF16, "bf16", "amax", 2)):
+        n = (256 << 20) // e  # 256 MB
+        for k in (2, 4, 8, 16, 32, 64, 128):
+            cells.append((3, Case("short rows", f"{op} {tag} ({n // k},{k}) d1", (n // k, k), dt,
+                                  op, (1,))))
+    n = (256 << 20) // 4
+    for k in (1, 2, 8, 32, 128):
+        cells.append((3, Case("narrow columns", f"sum f32 ({n // k},{k}) d0", (n // k, k), F32,
+                              "sum", (0,))))
+    for c in (1, 2, 4, 8, 16):
+        cells.append((3, Case("mid dim", f"sum f32 (64,{n // 64 // c},{c}) d1",
+                              (64, n // 64 // c, c), F32, "sum", (1,))))
+    cells.append((3, Case("BN stats", "sum f32 (64,256,56,56) NHWC d(0,2,3)", (64, 256, 56, 56),
+                          F32, "sum", (0, 2, 3), "channels_last")))
+    n = (256 << 20) // 2
+    cells += [
+        (3, Case("bf16 amax", "amax bf16 2^27", (n,), BF16, "amax", None)),
+        (3, Case("bf16 amax", "amax bf16 (8192,16384) d1", (8192, 16384), BF16, "amax", (1,))),
+        (3, Case("bf16 amax", "amax bf16 (16384,8192) d0", (16384, 8192), BF16, "amax", (0,))),
+        (3, Case("bf16 amax", "amax bf16 (64,2048,1024) d1", (64, 2048, 1024), BF16, "amax",
+                 (1,))),
+        (3, Case("bf16 amax", "amax bf16 (64,512,64,64) NHWC d(0,2,3)", (64, 512, 64, 64), BF16,
+                 "amax", (0, 2, 3), "channels_last")),
+    ]
+    return cells
+
+
+def run_goal_cells() -> list[dict]:
+    rows = []
+    for goal, case in tqdm(goal_cells(), desc="goals 2-3", file=sys.stderr):
+        torch.manual_seed(0)
+        x = case.make()
+        check(case, x)
+        row = {"goal": goal, "class": case.cls, "case": case.name,
+               "bytes": x.numel() * x.element_size()}
+        impls = {"treduce": lambda: ours_fn(case)(x), "torch": lambda: torch_fn(case)(x)}
+        ceil = ceiling_fn(x)
+        if ceil is not None:
+            impls["ceiling"] = ceil
+        for name, fn in impls.items():
+            row[f"{name}_us"] = bench_ms(fn) * 1e3
+        rows.append(row)
+        del x
+        torch.cuda.empty_cache()
+    return rows
+
+
+def fmt_goal_cells(rows: list[dict]) -> str:
+    lines = []
+    for goal, tbs in GOAL_TBS.items():
+        sel = [r for r in rows if r["goal"] == goal]
+        if not sel:
+            continue
+        met = [r for r in sel if r["bytes"] / (r["treduce_us"] * 1e-6) / 1e12 >= tbs]
+        lines += [f"### Goal {goal}: ≥ {tbs} TB/s ({len(met)} of {len(sel)} cells)", "",
+                  "| class | case | MB | treduce µs | TB/s | ceiling TB/s | % ceiling | × torch | met |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in sel:
+            us = r["treduce_us"]
+            t = r["bytes"] / (us * 1e-6) / 1e12
+            pct = f"{100 * r['ceiling_us'] / us:.0f}%" if r.get("ceiling_us") else "—"
+            ceil = (f"{r['bytes'] / (r['ceiling_us'] * 1e-6) / 1e12:.2f}" if r.get("ceiling_us")
+                    else "—")
+            lines.append(f"| {r['class']} | {r['case']} | {r['bytes'] / 1e6:.0f} | {us:.1f} | "
+                         f"{t:.2f} | {ceil} | {pct} | {r['torch_us'] / us:.2f} | "
+                         f"{'yes' if t >= tbs else '**no**'} |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 # Goal 7 (issue 3): a non-contiguous input against the same reduction of a contiguous input of
@@ -374,7 +468,11 @@ def fmt_extras(extras: dict) -> str:
     return (f"## Non-contiguous inputs (goal 7)\n\nThe same reduction of a view and of a "
             f"contiguous input of the same bytes, in the same run.\n\n"
             f"{fmt_layouts(extras['layouts'])}\n\n## Host time per call (goal 5)\n\n"
-            f"{fmt_host(extras['host_us'])}\n")
+            f"{fmt_host(extras['host_us'])}\n" +
+            (f"\n## Goals 2 and 3: each class at the size the goal names\n\n"
+             f"Every sum and amax of 1 GiB (goal 2) and the weak classes at 256 MB (goal 3), "
+             f"against torch and the read ceiling in the same run.\n\n"
+             f"{fmt_goal_cells(extras['goal_cells'])}" if extras.get("goal_cells") else ""))
 
 
 def fmt_table(rows: list[dict]) -> str:
@@ -524,7 +622,8 @@ def main() -> None:
         return
     if args.extras_only:
         args.out.mkdir(parents=True, exist_ok=True)
-        extras = {"layouts": run_layouts(), "host_us": host_overhead()}
+        extras = {"layouts": run_layouts(), "host_us": host_overhead(),
+                  "goal_cells": run_goal_cells()}
         (args.out / "extras.json").write_text(json.dumps(extras, indent=1))
         text = fmt_extras(extras)
         (args.out / "extras.md").write_text(text)
@@ -547,6 +646,7 @@ def main() -> None:
         try:
             extras["layouts"] = run_layouts()
             extras["host_us"] = host_overhead()
+            extras["goal_cells"] = run_goal_cells()
         except Exception:  # the grid's results are written already
             import traceback
             traceback.print_exc()

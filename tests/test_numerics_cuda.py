@@ -53,6 +53,7 @@ CASES = [
     ((3000, 4096), [0]),  # columns with enough leaf folds for four outputs per thread
     ((65536, 128), [0]),  # narrow columns: 64 splits, a final merge of 8 nodes per thread
     ((8, 4096, 4), [1]), ((64, 512, 8), [1]),  # mid dims with too few: one output per thread
+    ((300000, 2), [0]), ((64, 20000, 2), [1]), ((50000, 6), [0]),  # 2 and 6 columns, one output per thread
 ]
 
 
@@ -146,25 +147,38 @@ def test_cuda_misaligned_whole_leaves(dtype, monkeypatch):
             monkeypatch.delenv("TREDUCE_CANON_LAUNCH")
 
 
+# (shape, channel stride or None): NCHW statistics over (0, 2, 3) of a view starting k elements
+# into a flat buffer. (16, 16, 32, 32) has 16 leaves per memory run and one leaf lane per output
+# (x_leaves = 1), so plan_canon's step-66 rule raises X to 2 on its own; the padded channel
+# stride of 1027 elements starts each memory run at its own shift, where the rule stays off.
+MISALIGNED_RUN_CASES = [((4, 16, 32, 32), None), ((4, 16, 8, 16), None), ((4, 16, 8, 24), None),
+                        ((16, 16, 32, 32), None), ((16, 16, 32, 32), 1027)]
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
-@pytest.mark.parametrize("hw", [(32, 32), (8, 16), (8, 24)], ids=lambda t: f"{t[0]}x{t[1]}")
-def test_cuda_misaligned_leaves_across_memory_runs(dtype, hw, monkeypatch):
+@pytest.mark.parametrize("shape,cstride", MISALIGNED_RUN_CASES,
+                         ids=[f"{'x'.join(map(str, s))}{'' if c is None else f'-c{c}'}"
+                              for s, c in MISALIGNED_RUN_CASES])
+def test_cuda_misaligned_leaves_across_memory_runs(dtype, shape, cstride, monkeypatch):
     """Misaligned 16-bit statistics over two reduced dims (NCHW over (0, 2, 3), x[k:] of a flat
     buffer): an output's consecutive leaves lie in memory runs of H * W elements, and the
-    shifted staging needs each output's lanes in a warp to hold leaves of one memory run
-    (plan_canon takes enough output lanes for it where the outputs fill them, NOTES step 66;
-    these small shapes' automatic launches take 4-32 output lanes from their few leaves per
-    output, and y=64 / y=32 force 4 and 8). Forced launches with one output lane per block
-    (y=256) put 32 or 64 leaves of an output in a warp, across memory runs (element staging),
-    and H * W = 192 (3 leaves) puts leaf pairs across memory runs. The bits equal the CPU's on
-    every path, every misaligned offset."""
-    h, w = hw
-    shape = (4, 16, h, w)
-    n = math.prod(shape)
+    shifted staging needs each output's lanes in a warp to hold leaves of one memory run, every
+    run at the same shift (plan_canon takes enough output lanes for it where the outputs fill
+    them and the strides are multiples of 16 bytes, NOTES step 66; the (4, 16, ...) shapes'
+    automatic launches already take 4-32 output lanes from their few leaves per output, the
+    (16, 16, 32, 32) one takes 2 by that rule, and y=64 / y=32 force 4 and 8). Forced launches
+    with one output lane per block (y=256) put 32 or 64 leaves of an output in a warp, across
+    memory runs (element staging), and H * W = 192 (3 leaves) puts leaf pairs across memory
+    runs. The bits equal the CPU's on every path, every misaligned offset."""
+    n_, c, h, w = shape
+    cs = h * w if cstride is None else cstride
+    strides = (c * cs, cs, w, 1)
+    n = (n_ - 1) * strides[0] + (c - 1) * cs + h * w
     base = float_data(n + 8, dtype, seed=11).cuda()
     for k in range(1, 8):
-        x = base[k:k + n].view(shape)
-        want = torch.ops.treduce.sum(x.cpu(), [0, 2, 3])
+        x = base.as_strided(shape, strides, k)
+        xc = x.cpu()
+        want = torch.ops.treduce.sum(xc, [0, 2, 3])
         for launch in (None, "y=256,per=2", "y=256,per=1", "y=64,per=2", "y=32,per=1"):
             if launch is None:
                 monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
@@ -173,7 +187,7 @@ def test_cuda_misaligned_leaves_across_memory_runs(dtype, hw, monkeypatch):
             assert_bits(torch.ops.treduce.sum(x, [0, 2, 3]), want, f"k={k} {launch}")
         monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
         assert_bits(torch.ops.treduce.mean(x, [0, 2, 3]),
-                    torch.ops.treduce.mean(x.cpu(), [0, 2, 3]), f"mean k={k}")
+                    torch.ops.treduce.mean(xc, [0, 2, 3]), f"mean k={k}")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
@@ -243,8 +257,10 @@ def is_latency_kernel(name):
 # (shape, dims, the latency kernel expected by default): sizes whose default plan takes it (one
 # cluster of up to 16 one-round splits per output, blocks of 32 to 256 threads; or the planned
 # splits in a cluster: (64, 4096, 8) over dim 1, 8 output lanes x 2 splits) and some that do not
-# (more blocks than SMs; 16 splits of 4 output lanes; many splits; no splits).
-LATENCY_CASES = [((17,), None, True), ((1000,), None, True), ((8192,), None, True),
+# (more blocks than SMs; 16 splits of 4 output lanes; many splits; no splits; at most 128
+# aligned leaves, which canon_small_kernel takes: the forced lat=1 runs below take the latency
+# kernel there).
+LATENCY_CASES = [((17,), None, False), ((1000,), None, False), ((8192,), None, False),
                  ((16384 + 17,), None, True), ((65536,), None, True), ((65536 + 100,), None, True),
                  (((1 << 18) - 5,), None, True), ((8, 131072), [1], True),
                  ((64, 4096, 8), [1], True), ((3, 70000), [1], True),
@@ -312,9 +328,68 @@ def test_cuda_bits_of_merges_with_many_splits(dtype, n, pers, monkeypatch):
             assert_bits(torch.ops.treduce.mean(x), want_mean, "mean " + spec)
 
 
+def is_small_kernel(name):
+    return "canon_small_kernel<" in name
+
+
+# (shape, dims, view). Full sums and rows of at most 256 leaves per output that start aligned
+# take canon_small_kernel by default where there are at most as many outputs as SMs, or where
+# each has at least 64 leaves; more outputs of fewer leaves, more than 256 leaves, misaligned
+# starts, rows whose kept stride is not a multiple of 16 bytes, steps and several reduced dims
+# do not (small=1 forces it wherever the layout allows: up to 256 leaves, any number of
+# outputs).
+SMALL_CASES = [((1,), None, None), ((17,), None, None), ((64,), None, None),
+               ((1000,), None, None), ((1024,), None, None), ((4096 + 3,), None, None),
+               ((8192,), None, None), ((8192 + 64,), None, None), ((16384,), None, None),
+               ((16384 + 1,), None, None), ((37, 5000), [1], None), ((132, 1024), [1], None),
+               ((133, 1024), [1], None), ((200, 4096), [1], None), ((150, 4032), [1], None),
+               ((8, 4100), [1], None), ((1025,), None, "x[1:]"), ((8, 1026), [1], "x[:, 1:]"),
+               ((8, 2048), [1], "x[:, ::2]"), ((4, 8, 256), [0, 2], None)]
+SMALL_VIEWS = {None: lambda x: x, "x[1:]": lambda x: x[1:], "x[:, 1:]": lambda x: x[:, 1:],
+               "x[:, ::2]": lambda x: x[:, ::2]}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64,
+                                   torch.float8_e4m3fn], ids=str)
+@pytest.mark.parametrize("shape,dims,view", SMALL_CASES,
+                         ids=[case_id(c) + (f"-{c[2]}" if c[2] else "") for c in SMALL_CASES])
+def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
+    """canon_small_kernel (one block per output: a thread per leaf, the tree over the block)
+    makes the same nodes as the other kernels: its bits equal the CPU's by default, forced on
+    (small=1) and off (small=0), for sums and means; the profiler shows that it runs exactly
+    where the planner should take it (by default, and forced), and that small=0 turns it off."""
+    n = math.prod(shape)
+    base = float_data(n, dtype, seed=n + 5).reshape(shape)
+    x = SMALL_VIEWS[view](base)
+    xc = SMALL_VIEWS[view](base.cuda())
+    want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
+    k = xc.shape[-1] if dims else xc.numel()
+    m = xc.numel() // k
+    one_run = view is None and (dims is None or (len(dims) == 1 and dims[0] == xc.dim() - 1))
+    eligible = (one_run and k <= 16384 and xc.data_ptr() % 16 == 0 and
+                (m == 1 or xc.stride(0) * xc.element_size() % 16 == 0))
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    default = eligible and (m <= sms or -(-k // 64) >= 64)
+    names = kernels_run(lambda: torch.ops.treduce.sum(xc, dims))
+    assert any(map(is_small_kernel, names)) == default, names
+    for spec in (None, "small=1", "small=0", "small=1,lat=1"):
+        if spec is None:
+            monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
+        else:
+            monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+        assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{spec}")
+        assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
+    monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "small=0")
+    assert not any(map(is_small_kernel, kernels_run(lambda: torch.ops.treduce.sum(xc, dims))))
+    monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "small=1")
+    names = kernels_run(lambda: torch.ops.treduce.sum(xc, dims))
+    assert any(map(is_small_kernel, names)) == eligible, names
+
+
 def test_launch_override_is_validated(monkeypatch):
     x = torch.randn(1000, device="cuda")
-    for bad in ("y=3", "y=512", "splits=0", "rounds=3", "per=3", "lat=2", "grid=4", "fast"):
+    for bad in ("y=3", "y=512", "splits=0", "rounds=3", "per=3", "lat=2", "small=2", "grid=4",
+                "fast"):
         monkeypatch.setenv("TREDUCE_CANON_LAUNCH", bad)
         with pytest.raises(RuntimeError, match="TREDUCE_CANON_LAUNCH"):
             torch.ops.treduce.sum(x)

@@ -61,10 +61,12 @@ void run_cuda(const Plan& plan, at::Tensor& out) {
 }
 
 // The forced configuration of the canonical kernels, from the environment variable
-// TREDUCE_CANON_LAUNCH (read at every call; tests use it): "y=Y,per=P,splits=S,rounds=R,lat=L"
-// forces Y leaf lanes per block, P adjacent leaves per thread and round, S blocks per output
-// tile, R rounds per split (each optional; a split is a node of the tree that one block
-// computes) and the latency kernel off (L = 0) or wherever the shape allows it (L = 1);
+// TREDUCE_CANON_LAUNCH (read at every call; tests use it):
+// "y=Y,per=P,splits=S,rounds=R,lat=L,small=T" forces Y leaf lanes per block, P adjacent leaves
+// per thread and round, S blocks per output tile, R rounds per split (each optional; a split is
+// a node of the tree that one block computes), the latency kernel off (L = 0) or wherever the
+// shape allows it (L = 1) and the one-block-per-output kernel off (T = 0) or wherever the
+// layout allows it (T = 1);
 // "plain" sends floating sums and means to the plain kernels (float accumulators) instead (the
 // bench's baseline). See reduce_cuda.cu.
 struct CanonMode {

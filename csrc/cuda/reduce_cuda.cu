@@ -74,12 +74,16 @@ CanonMode canon_mode() {
       TORCH_CHECK(value == 0 || value == 1, "TREDUCE_CANON_LAUNCH: lat must be 0 or 1 (got '",
                   item, "')");
       m.force.lat = static_cast<int>(value);
+    } else if (key == "small") {
+      TORCH_CHECK(value == 0 || value == 1, "TREDUCE_CANON_LAUNCH: small must be 0 or 1 (got '",
+                  item, "')");
+      m.force.small = static_cast<int>(value);
     } else if (key == "splits") {
       TORCH_CHECK(value >= 1 && value <= 65535, "TREDUCE_CANON_LAUNCH: splits must be from 1 "
                   "to 65535 (got '", item, "')");
       m.force.splits = static_cast<int>(value);
     } else {
-      TORCH_CHECK(false, "TREDUCE_CANON_LAUNCH: expected 'plain' or 'y=Y,per=P,splits=S,rounds=R,lat=L', got '",
+      TORCH_CHECK(false, "TREDUCE_CANON_LAUNCH: expected 'plain' or 'y=Y,per=P,splits=S,rounds=R,lat=L,small=T', got '",
                   spec, "'");
     }
     pos = end + 1;

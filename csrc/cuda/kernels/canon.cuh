@@ -920,4 +920,41 @@ __global__ void __launch_bounds__(kCanonThreads, kLat ? 2 : 3)
   }
 }
 
+// Outputs of at most kCanonThreads leaves whose K elements are one 16-byte aligned run (full
+// sums and rows of up to 16384 float32 elements, every output's first element aligned), where
+// one block per output does all of its work: T threads (the leaves rounded up to a power of two,
+// at least a warp), thread t folds leaf t (warps of 32 whole leaves through the stage, both
+// phases in flight; other leaves with their loads in one batch, or element by element for a
+// last leaf that is not a whole number of vectors), then the perfect tree over the T leaf lanes
+// (tree_over_y) and thread 0 stores. The same additions as canon_kernel, in a kernel a fraction
+// of its size and without its split, cluster and counter paths: a 2^10-element sum took 2.58 µs
+// in a CUDA graph through the latency kernel and 1.84 through a standalone kernel of this shape
+// (NOTES step 69). The stage is dynamic shared memory, T / 32 warps of it.
+template <class Op, class in_t, class out_t>
+__global__ void __launch_bounds__(kCanonThreads)
+    canon_small_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g) {
+  using acc_t = typename Op::acc_t;
+  using value_t = typename Op::value_t;
+  using Stage = LeafStage<in_t>;
+  constexpr int V = vec_width<in_t>();
+  __shared__ acc_t sm[kCanonThreads];
+  extern __shared__ __align__(16) unsigned char small_stage[];
+  const int64_t K = g.reduce_len, o = blockIdx.x;
+  const in_t* __restrict__ p = in + g.kept.in_offset(o);
+  const int tid = threadIdx.x, lane = tid & 31;
+  const int64_t r0 = int64_t(tid) * kCanonLeaf;
+  const int n = r0 >= K ? 0 : static_cast<int>(K - r0 < kCanonLeaf ? K - r0 : kCanonLeaf);
+  acc_t a[1] = {Op::identity()};
+  if (__all_sync(kFullMask, n == kCanonLeaf)) {
+    auto* stage = reinterpret_cast<Vec<in_t, V>*>(small_stage) + (tid >> 5) * Stage::kSlots;
+    fold_leaf_staged<Op, in_t, 1, 1, 2>(p + r0, kCanonLeaf, lane, stage, a, g.evict_first);
+  } else if (n % V == 0) {
+    fold_leaf_vec<Op, in_t, 16>(p + r0, n, a[0], g.evict_first);
+  } else {
+    for (int j = 0; j < n; ++j) a[0] = Op::reduce(a[0], to_acc<value_t>(p[r0 + j]));
+  }
+  tree_over_y<Op, 1>(a, 1, static_cast<int>(blockDim.x), tid, sm);
+  if (tid == 0) out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(a[0], K, g.num_outputs));
+}
+
 }  // namespace treduce

@@ -385,6 +385,7 @@ struct CanonOverride {
   int lat = -1;    // the latency kernel (kLat): -1 automatic, 0 never, 1 wherever the shape
                    // allows it (one split per block; splits <= the cluster limit, <= Y, and
                    // splits x output lanes <= kClusterSlots)
+  int small = -1;  // canon_small_kernel: -1 automatic, 0 never, 1 wherever the layout allows it
 };
 
 struct CanonLaunch {
@@ -394,6 +395,7 @@ struct CanonLaunch {
   int64_t packed_vecs = 0;  // whose in-order fold of a whole row is the canonical order (one leaf)
   int vec = 1;  // outputs per thread (canon_vec() or 1)
   bool lat = false;  // canon_kernel<..., kLat = true>: clusters of cfg.splits blocks along y
+  bool small = false;  // canon_small_kernel: one block of `block` threads per output
   dim3 grid, block;
   int64_t partials = 0;
   int64_t counters = 0;
@@ -435,6 +437,22 @@ int pair_rows(const Geometry& g, const void* in) {
   return static_cast<int>(bytes / 16);
 }
 
+// Outputs that canon_small_kernel can take: each output's K elements one stride-1 run of at most
+// kCanonThreads leaves, starting on a 16-byte boundary (an aligned base and kept strides that
+// are multiples of 16 bytes). Returns its block size (the leaves rounded up to a power of two,
+// at least a warp), or 0.
+template <class in_t>
+int small_block(const Geometry& g, const void* in) {
+  const int64_t K = g.reduce_len;
+  if (g.red.ndim != 1 || g.red.in_strides[0] != 1 || K < 1 ||
+      K > int64_t(kCanonThreads) * kCanonLeaf)
+    return 0;
+  if (reinterpret_cast<uintptr_t>(in) % 16 != 0) return 0;
+  for (int d = 0; d < g.kept.ndim; ++d)
+    if (g.kept.in_strides[d] * int64_t(sizeof(in_t)) % 16 != 0) return 0;
+  return static_cast<int>(std::max<int64_t>(32, next_pow2(ceil_div(K, kCanonLeaf))));
+}
+
 // Block shape: each output gets as many leaf lanes as it has leaves (up to the whole block), and
 // column layouts put at least up to 32 output lanes side by side (each reading kVec neighbouring
 // outputs). Then the splits, as for the other kernels, rounded so that each split is
@@ -448,6 +466,23 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   CanonConfig& c = lc.cfg;
   const int64_t M = g.num_outputs, K = g.reduce_len;
   const bool forced = ov.y > 0 || ov.splits > 0 || ov.rounds > 0 || ov.per > 0;
+  // One block per output (canon_small_kernel) for rows and full sums of at most 256 leaves
+  // (16384 float32 elements) that start aligned: where every block has an SM of its own, and
+  // for more outputs where each has at least 64 leaves (NOTES step 69). In a CUDA graph, full
+  // float32 sums of 2^10 took 1.85 µs against 2.58 through the latency kernel, 2^14 2.88
+  // against 3.33; eager, rows (4096, 4096) 23.4 µs against 25.4, bfloat16 rows (16384, 16384)
+  // 130.9 against 152.8; but rows of 16 leaves, (65536, 1024), 105.7 against 75.3 (half of each
+  // block's warp idle). Forced (small=1) wherever the layout allows it; a forced shape or
+  // latency kernel turns it off.
+  if (const int t = small_block<in_t>(g, in);
+      t > 0 && M <= INT32_MAX &&
+      (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 &&
+                        (M <= sm_count || ceil_div(K, kCanonLeaf) >= 64)))) {
+    lc.small = true;
+    lc.block = dim3(static_cast<unsigned>(t));
+    lc.grid = dim3(static_cast<unsigned>(M));
+    return lc;
+  }
   if (!forced && choose_strategy(g) == Strategy::kRows &&
       rows_packable<in_t>(g, in)) {
     lc.packed = true;
@@ -561,10 +596,19 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // 3) from x[1:] (runs of 16 leaves) took 0.70x the aligned time with one output lane (element
   // staging); an edit of the kernel's check instead moved the aligned kernels (NOTES step 66).
   // Only where the outputs fill those lanes (a non-contiguous full sum, M = 1, would leave
-  // most of them idle).
+  // most of them idle), and where every memory run starts the same number of elements past a
+  // 16-byte boundary (the outer reduced and the kept strides multiples of 8 elements), which
+  // the shifted staging also needs: otherwise the warps stage element by element whatever X.
+  const auto strides_of_16_bytes = [&] {
+    for (int d = 0; d + 1 < g.red.ndim; ++d)
+      if (g.red.in_strides[d] % 8 != 0) return false;
+    for (int d = 0; d < g.kept.ndim; ++d)
+      if (g.kept.in_strides[d] % 8 != 0) return false;
+    return true;
+  };
   if (ov.y == 0 && sizeof(in_t) == 2 && lc.vec == 1 && c.step == 1 && g.red.ndim >= 2 &&
       (reinterpret_cast<uintptr_t>(in) & 15) != 0 &&
-      g.red.sizes[g.red.ndim - 1] % (int64_t(kCanonLeaf) * c.per) == 0) {
+      g.red.sizes[g.red.ndim - 1] % (int64_t(kCanonLeaf) * c.per) == 0 && strides_of_16_bytes()) {
     const int64_t run_leaves = g.red.sizes[g.red.ndim - 1] / kCanonLeaf;
     const int64_t lanes = (run_leaves & -run_leaves) / c.per;  // >= 1
     if (lanes < 32 && M >= 32 / lanes) X = std::max<int>(X, static_cast<int>(32 / lanes));
@@ -664,6 +708,11 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
   }
   if (lc.pair == 4) {
     pair_rows_kernel<Op, in_t, out_t, 4><<<lc.grid, lc.block, 0, stream>>>(in, out, g);
+    return;
+  }
+  if (lc.small) {
+    const size_t stage = lc.block.x / 32 * LeafStage<in_t>::kSlots * sizeof(Vec<in_t, vec_width<in_t>()>);
+    canon_small_kernel<Op, in_t, out_t><<<lc.grid, lc.block, stage, stream>>>(in, out, g);
     return;
   }
   if (lc.lat) {
