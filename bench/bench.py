@@ -218,7 +218,9 @@ def check(case: Case, x: torch.Tensor) -> None:
         assert ((ours.double() - ref).abs() <= tol).all(), case.name
 
 
-def run_case(case: Case, inductor: bool) -> dict:
+def run_case(case: Case, inductor: bool, peers: bool = True) -> dict:
+    """One cell: treduce, torch eager, the read ceiling, and with `peers` CuPy/CUB and the plain
+    kernels (Inductor with `inductor`); CUDA-graph times for small and latency cells."""
     torch.manual_seed(0)
     x = case.make()
     nbytes = x.numel() * x.element_size()
@@ -230,7 +232,7 @@ def run_case(case: Case, inductor: bool) -> dict:
         compiled = torch.compile(torch_fn(case), dynamic=False)
         compiled(x)
         impls["inductor"] = lambda: compiled(x)
-    cf = cupy_fn(case, x)
+    cf = cupy_fn(case, x) if peers else None
     if cf is not None:
         cupy_core.set_routine_accelerators(["cub"])
         impls["cub"] = cf
@@ -240,7 +242,7 @@ def run_case(case: Case, inductor: bool) -> dict:
     # Floating sums and means run in the canonical order (issue 4); "plain" times the plain
     # kernels (float accumulators) of the same strategy (TREDUCE_CANON_LAUNCH=plain) on the same
     # input, for the speed condition (at most 3% slower).
-    if case.op in ("sum", "mean") and x.dtype.is_floating_point:
+    if peers and case.op in ("sum", "mean") and x.dtype.is_floating_point:
         def plain():
             os.environ["TREDUCE_CANON_LAUNCH"] = "plain"
             try:
@@ -313,23 +315,8 @@ def goal_cells() -> list[tuple[int, Case]]:
 
 
 def run_goal_cells() -> list[dict]:
-    rows = []
-    for goal, case in tqdm(goal_cells(), desc="goals 2-3", file=sys.stderr):
-        torch.manual_seed(0)
-        x = case.make()
-        check(case, x)
-        row = {"goal": goal, "class": case.cls, "case": case.name,
-               "bytes": x.numel() * x.element_size()}
-        impls = {"treduce": lambda: ours_fn(case)(x), "torch": lambda: torch_fn(case)(x)}
-        ceil = ceiling_fn(x)
-        if ceil is not None:
-            impls["ceiling"] = ceil
-        for name, fn in impls.items():
-            row[f"{name}_us"] = bench_ms(fn) * 1e3
-        rows.append(row)
-        del x
-        torch.cuda.empty_cache()
-    return rows
+    return [{"goal": goal, **run_case(case, inductor=False, peers=False)}
+            for goal, case in tqdm(goal_cells(), desc="goals 2-3", file=sys.stderr)]
 
 
 def fmt_goal_cells(rows: list[dict]) -> str:
@@ -348,8 +335,9 @@ def fmt_goal_cells(rows: list[dict]) -> str:
             pct = f"{100 * r['ceiling_us'] / us:.0f}%" if r.get("ceiling_us") else "—"
             ceil = (f"{r['bytes'] / (r['ceiling_us'] * 1e-6) / 1e12:.2f}" if r.get("ceiling_us")
                     else "—")
+            xt = f"{r['torch_us'] / us:.2f}" if r.get("torch_us") else "—"
             lines.append(f"| {r['class']} | {r['case']} | {r['bytes'] / 1e6:.0f} | {us:.1f} | "
-                         f"{t:.2f} | {ceil} | {pct} | {r['torch_us'] / us:.2f} | "
+                         f"{t:.2f} | {ceil} | {pct} | {xt} | "
                          f"{'yes' if t >= tbs else '**no**'} |")
         lines.append("")
     return "\n".join(lines)

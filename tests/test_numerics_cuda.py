@@ -257,7 +257,7 @@ def is_latency_kernel(name):
 # (shape, dims, the latency kernel expected by default): sizes whose default plan takes it (one
 # cluster of up to 16 one-round splits per output, blocks of 32 to 256 threads; or the planned
 # splits in a cluster: (64, 4096, 8) over dim 1, 8 output lanes x 2 splits) and some that do not
-# (more blocks than SMs; 16 splits of 4 output lanes; many splits; no splits; at most 128
+# (more blocks than SMs; 16 splits of 4 output lanes; many splits; no splits; at most 256
 # aligned leaves, which canon_small_kernel takes: the forced lat=1 runs below take the latency
 # kernel there).
 LATENCY_CASES = [((17,), None, False), ((1000,), None, False), ((8192,), None, False),

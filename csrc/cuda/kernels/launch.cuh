@@ -225,6 +225,19 @@ bool columns_vectorizable(const Geometry& g, const void* in) {
   return columns_aligned(g, in, cols_vec<Op, in_t>(), sizeof(in_t));
 }
 
+// Whether every reduced stride but the innermost and every kept stride is a whole number of
+// 16-byte vectors (V = vec_width elements): then every run of the innermost reduced dim starts
+// the same number of elements past a 16-byte boundary as the base does.
+template <class in_t>
+bool outer_strides_whole_vectors(const Geometry& g) {
+  constexpr int V = vec_width<in_t>();
+  for (int d = 0; d + 1 < g.red.ndim; ++d)
+    if (g.red.in_strides[d] % V != 0) return false;
+  for (int d = 0; d < g.kept.ndim; ++d)
+    if (g.kept.in_strides[d] % V != 0) return false;
+  return true;
+}
+
 // Whether the reduced dims are runs of whole 16-byte vectors: the innermost has stride 1 and a
 // size that is a multiple of V, every other reduced and kept stride is a multiple of V, and the
 // base is aligned. Then the row kernel reads each run with vector loads (NCHW statistics).
@@ -233,12 +246,15 @@ bool vector_runs(const Geometry& g, const void* in) {
   constexpr int V = vec_width<in_t>();
   const int last = g.red.ndim - 1;
   if (g.red.ndim < 2 || g.red.in_strides[last] != 1 || g.red.sizes[last] % V != 0) return false;
-  if (reinterpret_cast<uintptr_t>(in) % 16 != 0) return false;
-  for (int d = 0; d < last; ++d)
-    if (g.red.in_strides[d] % V != 0) return false;
-  for (int d = 0; d < g.kept.ndim; ++d)
-    if (g.kept.in_strides[d] % V != 0) return false;
-  return true;
+  return reinterpret_cast<uintptr_t>(in) % 16 == 0 && outer_strides_whole_vectors<in_t>(g);
+}
+
+// Whether each output's K elements are one stride-1 run that starts on a 16-byte boundary: one
+// reduced dim of stride 1, an aligned base and kept strides that are whole 16-byte vectors.
+template <class in_t>
+bool aligned_rows(const Geometry& g, const void* in) {
+  return g.red.ndim == 1 && g.red.in_strides[0] == 1 &&
+         reinterpret_cast<uintptr_t>(in) % 16 == 0 && outer_strides_whole_vectors<in_t>(g);
 }
 
 // Whether rows of K contiguous elements lie back to back with K * sizeof(in_t) dividing 16, the
@@ -430,10 +446,7 @@ int canon_blocks_per_sm(int vec, int per = 1) {
 template <class in_t>
 int pair_rows(const Geometry& g, const void* in) {
   const int64_t bytes = g.reduce_len * int64_t(sizeof(in_t));
-  if (g.red.ndim != 1 || g.red.in_strides[0] != 1 || (bytes != 32 && bytes != 64)) return 0;
-  if (reinterpret_cast<uintptr_t>(in) % 16 != 0) return 0;
-  for (int d = 0; d < g.kept.ndim; ++d)
-    if (g.kept.in_strides[d] * int64_t(sizeof(in_t)) % 16 != 0) return 0;
+  if ((bytes != 32 && bytes != 64) || !aligned_rows<in_t>(g, in)) return 0;
   return static_cast<int>(bytes / 16);
 }
 
@@ -444,12 +457,7 @@ int pair_rows(const Geometry& g, const void* in) {
 template <class in_t>
 int small_block(const Geometry& g, const void* in) {
   const int64_t K = g.reduce_len;
-  if (g.red.ndim != 1 || g.red.in_strides[0] != 1 || K < 1 ||
-      K > int64_t(kCanonThreads) * kCanonLeaf)
-    return 0;
-  if (reinterpret_cast<uintptr_t>(in) % 16 != 0) return 0;
-  for (int d = 0; d < g.kept.ndim; ++d)
-    if (g.kept.in_strides[d] * int64_t(sizeof(in_t)) % 16 != 0) return 0;
+  if (K < 1 || K > int64_t(kCanonThreads) * kCanonLeaf || !aligned_rows<in_t>(g, in)) return 0;
   return static_cast<int>(std::max<int64_t>(32, next_pow2(ceil_div(K, kCanonLeaf))));
 }
 
@@ -599,16 +607,10 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // most of them idle), and where every memory run starts the same number of elements past a
   // 16-byte boundary (the outer reduced and the kept strides multiples of 8 elements), which
   // the shifted staging also needs: otherwise the warps stage element by element whatever X.
-  const auto strides_of_16_bytes = [&] {
-    for (int d = 0; d + 1 < g.red.ndim; ++d)
-      if (g.red.in_strides[d] % 8 != 0) return false;
-    for (int d = 0; d < g.kept.ndim; ++d)
-      if (g.kept.in_strides[d] % 8 != 0) return false;
-    return true;
-  };
   if (ov.y == 0 && sizeof(in_t) == 2 && lc.vec == 1 && c.step == 1 && g.red.ndim >= 2 &&
       (reinterpret_cast<uintptr_t>(in) & 15) != 0 &&
-      g.red.sizes[g.red.ndim - 1] % (int64_t(kCanonLeaf) * c.per) == 0 && strides_of_16_bytes()) {
+      g.red.sizes[g.red.ndim - 1] % (int64_t(kCanonLeaf) * c.per) == 0 &&
+      outer_strides_whole_vectors<in_t>(g)) {
     const int64_t run_leaves = g.red.sizes[g.red.ndim - 1] / kCanonLeaf;
     const int64_t lanes = (run_leaves & -run_leaves) / c.per;  // >= 1
     if (lanes < 32 && M >= 32 / lanes) X = std::max<int>(X, static_cast<int>(32 / lanes));
@@ -710,8 +712,9 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
     pair_rows_kernel<Op, in_t, out_t, 4><<<lc.grid, lc.block, 0, stream>>>(in, out, g);
     return;
   }
-  if (lc.small) {
-    const size_t stage = lc.block.x / 32 * LeafStage<in_t>::kSlots * sizeof(Vec<in_t, vec_width<in_t>()>);
+  if (lc.small) {  // dynamic shared memory: the stage, kSlots vectors per warp
+    using Slot = Vec<in_t, vec_width<in_t>()>;
+    const size_t stage = size_t(lc.block.x / 32) * LeafStage<in_t>::kSlots * sizeof(Slot);
     canon_small_kernel<Op, in_t, out_t><<<lc.grid, lc.block, stage, stream>>>(in, out, g);
     return;
   }
