@@ -2,6 +2,7 @@
 combine), streams, CUDA graphs, run-to-run determinism, and the self-resetting counters."""
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -99,6 +100,55 @@ def test_vocabulary_argmax_ties_bf16():
         x[:, 100000] = x.max()  # a tie with an earlier maximum in some rows
         assert_same_bits(torch.ops.treduce.argmax(x, 1), torch.argmax(x, 1), f"B={b}")
         assert_same_bits(torch.ops.treduce.argmin(x, 1), torch.argmin(x, 1), f"B={b}")
+
+
+# Short contiguous rows of K = 2 .. 8 vectors (packed_rows_kernel with R = K / V neighbouring
+# lanes per row): float32 rows of 8-32, 16-bit rows of 16-64, 1-byte rows of 32-64, 8-byte rows
+# of 4-16; M odd, so that the last warp's lanes run past the end.
+SPLIT_ROW_CASES = [(torch.float32, (8, 16, 32)), (torch.bfloat16, (16, 32, 64)),
+                   (torch.float16, (16, 64)), (torch.int8, (32, 64)), (torch.uint8, (32,)),
+                   (torch.float64, (4, 8, 16)), (torch.int64, (4, 16)), (torch.int32, (8, 32)),
+                   (torch.bool, (32, 64))]
+
+
+@pytest.mark.parametrize("dtype,ks", SPLIT_ROW_CASES, ids=[str(c[0]) for c in SPLIT_ROW_CASES])
+def test_short_rows_over_neighbouring_lanes(dtype, ks):
+    """Rows that span 2-8 vectors, held by neighbouring lanes that meet by shuffles: amax, amin
+    (with NaNs), argmax and argmin (ties, NaNs: the first index), prod, integer sums and the
+    bitwise ops match torch exactly, with a NaN or tie in the last part of some rows."""
+    for k in ks:
+        m = (1 << 20) // k + 3
+        x = make_input((m, k), dtype, "cuda")
+        if dtype.is_floating_point:
+            x = (x * 2).round().to(dtype)  # ties
+            x[::7, -1] = float("nan")
+            x[::11, k // 2] = float("nan")
+        msg = f"{dtype} ({m}, {k})"
+        if dtype != torch.bool:
+            for name in ("amax", "amin"):
+                assert_same_bits(getattr(torch.ops.treduce, name)(x, [1]),
+                                 getattr(torch, name)(x, 1), f"{name} {msg}")
+            for name in ("argmax", "argmin"):
+                assert_same_bits(getattr(torch.ops.treduce, name)(x, 1),
+                                 getattr(torch, name)(x, 1), f"{name} {msg}")
+        if not dtype.is_floating_point:
+            assert_same_bits(torch.ops.treduce.sum(x, [1]), torch.sum(x, 1), f"sum {msg}")
+            ints = x if dtype == torch.bool else (x % 3) - 1  # products that wrap
+            assert_same_bits(torch.ops.treduce.prod(ints, [1]), torch.prod(ints, 1),
+                             f"prod {msg}")
+            if dtype != torch.bool:
+                want = x.cpu().numpy()
+                for name, uf in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or),
+                                 ("bitwise_xor", np.bitwise_xor)):
+                    got = getattr(torch.ops.treduce, name)(x, [1]).cpu()
+                    ref = torch.from_numpy(np.asarray(uf.reduce(want, axis=1))).to(dtype)
+                    assert torch.equal(got, ref), f"{name} {msg}"
+        else:
+            y = 1 + 0.01 * make_input((m, k), torch.float32, "cuda")
+            y = y.to(dtype)
+            got = torch.ops.treduce.prod(y, [1]).double()
+            assert torch.allclose(got, y.double().prod(1), rtol=2 * k * torch.finfo(dtype).eps,
+                                  atol=0), f"prod {msg}"
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)

@@ -249,9 +249,14 @@ def kernels_run(fn):
     return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
 
 
+def canon_args(name):
+    """canon_kernel<Op, in_t, out_t, kVec, kPer, kLat, kStage>'s last four arguments."""
+    return [a.strip() for a in name.split("(")[0].rstrip(" >").split(",")[-4:]]
+
+
 def is_latency_kernel(name):
-    # canon_kernel<Op, in_t, out_t, 1, 1, true>: the latency kernel (kLat) of launch.cuh
-    return "canon_kernel<" in name and name.split("(")[0].rstrip(" >").endswith("true")
+    # canon_kernel<Op, in_t, out_t, 1, 1, true, false>: the latency kernel (kLat) of launch.cuh
+    return "canon_kernel<" in name and canon_args(name)[2] == "true"
 
 
 # (shape, dims, the latency kernel expected by default): sizes whose default plan takes it (one
@@ -334,17 +339,21 @@ def is_small_kernel(name):
 
 # (shape, dims, view). Full sums and rows of at most 256 leaves per output that start aligned
 # take canon_small_kernel by default where there are at most as many outputs as SMs, or where
-# each has at least 64 leaves; more outputs of fewer leaves, more than 256 leaves, misaligned
-# starts, rows whose kept stride is not a multiple of 16 bytes, steps and several reduced dims
-# do not (small=1 forces it wherever the layout allows: up to 256 leaves, any number of
-# outputs).
+# each has at least 64 leaves; 257-512 leaves of 1- and 2-byte inputs (two per thread) where
+# there are more than a third as many outputs as SMs; more outputs of fewer leaves, more
+# leaves, misaligned starts, rows whose kept stride is not a multiple of 16 bytes, steps and
+# several reduced dims do not (small=1 forces it wherever the layout allows: up to 256 or 512
+# leaves, any number of outputs).
 SMALL_CASES = [((1,), None, None), ((17,), None, None), ((64,), None, None),
                ((1000,), None, None), ((1024,), None, None), ((4096 + 3,), None, None),
                ((8192,), None, None), ((8192 + 64,), None, None), ((16384,), None, None),
                ((16384 + 1,), None, None), ((37, 5000), [1], None), ((132, 1024), [1], None),
                ((133, 1024), [1], None), ((200, 4096), [1], None), ((150, 4032), [1], None),
                ((8, 4100), [1], None), ((1025,), None, "x[1:]"), ((8, 1026), [1], "x[:, 1:]"),
-               ((8, 2048), [1], "x[:, ::2]"), ((4, 8, 256), [0, 2], None)]
+               ((8, 2048), [1], "x[:, ::2]"), ((4, 8, 256), [0, 2], None),
+               ((32768,), None, None), ((4, 32768), [1], None), ((3, 20000), [1], None),
+               ((32768 + 1,), None, None), ((2, 24576 + 8), [1], None),
+               ((64, 16384 + 64), [1], None)]
 SMALL_VIEWS = {None: lambda x: x, "x[1:]": lambda x: x[1:], "x[:, 1:]": lambda x: x[:, 1:],
                "x[:, ::2]": lambda x: x[:, ::2]}
 
@@ -366,10 +375,14 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     k = xc.shape[-1] if dims else xc.numel()
     m = xc.numel() // k
     one_run = view is None and (dims is None or (len(dims) == 1 and dims[0] == xc.dim() - 1))
-    eligible = (one_run and k <= 16384 and xc.data_ptr() % 16 == 0 and
+    most = 16384 * (2 if dtype.itemsize <= 2 else 1)  # two leaves per thread: 1-, 2-byte
+    eligible = (one_run and k <= most and xc.data_ptr() % 16 == 0 and
                 (m == 1 or xc.stride(0) * xc.element_size() % 16 == 0))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    default = eligible and (m <= sms or -(-k // 64) >= 64)
+    if k > 16384:  # two leaves per thread: where each output would get at most two SMs
+        default = eligible and 3 * m > sms
+    else:
+        default = eligible and (m <= sms or -(-k // 64) >= 64)
     names = kernels_run(lambda: torch.ops.treduce.sum(xc, dims))
     assert any(map(is_small_kernel, names)) == default, names
     for spec in (None, "small=1", "small=0", "small=1,lat=1"):
@@ -384,6 +397,52 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "small=1")
     names = kernels_run(lambda: torch.ops.treduce.sum(xc, dims))
     assert any(map(is_small_kernel, names)) == eligible, names
+
+
+# (shape, dims, default staged): columns whose reduced element's row is exactly C = 2 or 4
+# outputs, the outputs read C per thread, whose warps stage their leaves (64 rows of the C
+# outputs, contiguous) through shared memory: float32 pairs (canon_kernel<..., 2>) and fours,
+# 16-bit fours, float64 pairs. Defaults with leaf folds enough for C outputs per thread (the
+# planner takes one per thread below a wave of them), partial last leaves, runs of whole leaves
+# (two reduced dims) and runs that leaves straddle (element walk for those warps); forced block
+# shapes keep C per thread on the small ones.
+COLUMN_STAGING_CASES = [((3400000, 2), [0], True), ((64, 53000, 2), [1], True),
+                        ((1700003, 4), [0], True), ((64, 27000, 4), [1], True),
+                        ((48, 4, 640, 4), [1, 2], False), ((48, 4, 650, 4), [1, 2], False),
+                        ((40, 6, 640, 2), [1, 2], False), ((300001, 2), [0], False)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
+                         ids=str)
+@pytest.mark.parametrize("shape,dims,staged", COLUMN_STAGING_CASES,
+                         ids=[case_id(c) for c in COLUMN_STAGING_CASES])
+def test_cuda_column_staging_bits(shape, dims, staged, dtype, monkeypatch):
+    """The staged column folds (fold_leaf_staged with kCols = C: element e of a staged vector to
+    output e % C) make the same nodes as the per-output folds: bits equal the CPU's by default,
+    under forced shapes (which keep C outputs per thread) and from misaligned starts (one
+    output per thread). The profiler shows float32 pairs and fours taking C outputs per
+    thread where the planner should."""
+    n = math.prod(shape)
+    base = float_data(n + 2, dtype, seed=n + 7)
+    c = shape[-1]
+    x = base[:n].reshape(shape)
+    want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
+    xc = base.cuda()[:n].reshape(shape)
+    names = [m for m in kernels_run(lambda: torch.ops.treduce.sum(xc, dims))
+             if "canon_kernel<" in m]
+    if staged and dtype == torch.float32:  # C outputs per thread, the staged kernel
+        assert [canon_args(m)[0::3] for m in names] == [[str(c), "true"]], names
+    assert_bits(torch.ops.treduce.sum(xc, dims), want, "default")
+    assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean default")
+    for spec in ("y=256,splits=1", "y=32,splits=3", "y=8,splits=64,rounds=1", "y=1,splits=2"):
+        monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+        assert_bits(torch.ops.treduce.sum(xc, dims), want, spec)
+        assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean " + spec)
+    monkeypatch.delenv("TREDUCE_CANON_LAUNCH")
+    for k in (1, 2):  # misaligned starts: 4 or 8 bytes (float32), 2 or 4 (16-bit) past 16
+        v = base[k:k + n].reshape(shape)
+        vc = base.cuda()[k:k + n].reshape(shape)
+        assert_bits(torch.ops.treduce.sum(vc, dims), torch.ops.treduce.sum(v, dims), f"x[{k}:]")
 
 
 def test_launch_override_is_validated(monkeypatch):

@@ -50,7 +50,8 @@ struct CanonConfig {
   int64_t rounds_per_split;  // a power of two; S * rounds_per_split >= rounds
   int merge_per_thread;      // c: split nodes per thread in the final merge (power of two)
   int step;                  // the innermost reduced dim's stride when it is 1 (rows, NCHW) or
-                             // 2 (a view with a step of 2), else 0
+                             // 2 (a view with a step of 2), or kVec (each reduced element's
+                             // row is the kVec outputs of a thread: the column staging), else 0
   StepDigits one;            // a step of 1 through g.red
 };
 
@@ -321,16 +322,24 @@ __device__ __forceinline__ bool fold_leaves_shifted(const in_t* p, bool whole, i
 // canon_kernel<..., kLat = true>: one memory latency per two phases; their registers allow it):
 // a phase past n re-reads the last phase and is not folded, so that the loads stay
 // unconditional. A 16-bit leaf is one phase of one leaf per lane (P vectors of 8).
-template <class Op, class in_t, int kStep = 1, int kL = 1, int kPh = 1>
+//
+// kCols = kStep (2 or 4; kL = 1): the leaf is kCols neighbouring outputs' leaves, interleaved
+// (columns whose kCols outputs make up each reduced element's row: C = 2 or 4 mid dims, two
+// columns), and element e of a vector goes to output e % kCols, a[e % kCols]: each output's
+// elements in order, as fold_leaf's kVec loads would fold them, with the loads coalesced (a
+// lane reading its own 64 rows put 32 lines in every load instruction: NOTES steps 71, 73).
+template <class Op, class in_t, int kStep = 1, int kL = 1, int kPh = 1, int kCols = 1>
 __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int lane,
                                                  Vec<in_t, vec_width<in_t>()>* stage,
-                                                 typename Op::acc_t (&a)[kL], bool ef) {
+                                                 typename Op::acc_t (&a)[kL * kCols], bool ef) {
   using S = LeafStage<in_t>;
   using value_t = typename Op::value_t;
   using VecT = Vec<in_t, S::V>;
   constexpr int P = S::kPieceVecs;
   constexpr int PL = P / kL;  // vectors of each of a lane's leaves per phase
   static_assert(PL * kL == P, "a piece splits evenly between the leaves");
+  static_assert(kCols == 1 || (kCols == kStep && kL == 1 && S::V % kCols == 0),
+                "interleaved outputs: one leaf per lane, whole rows in each vector");
   const in_t* src[P];  // the owner of the piece that each of this lane's loads reads
 #pragma unroll
   for (int u = 0; u < P; ++u) src[u] = shfl_ptr(leaf, (u * 32 + lane) / P);
@@ -367,7 +376,10 @@ __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int la
 #pragma unroll
         for (int e = 0; e < S::V; e += kStep)
 #pragma unroll
-          for (int l = 0; l < kL; ++l) a[l] = Op::reduce(a[l], to_acc<value_t>(y[l].v[e]));
+          for (int c = 0; c < kCols; ++c)
+#pragma unroll
+            for (int l = 0; l < kL; ++l)
+              a[l * kCols + c] = Op::reduce(a[l * kCols + c], to_acc<value_t>(y[l].v[e + c]));
       }
       __syncwarp();  // the next phase overwrites the stage
     }
@@ -564,6 +576,14 @@ struct LeafAt {
   bool in_run, vec;
 };
 
+// Whether canon_kernel<Op, ..., kVec, ..., kStage = true> fits: its stage beside the tree's
+// kCanonThreads * kVec accumulators in 48 KB (not four compensated float64 outputs, float32
+// into a float64 result).
+template <class Op, int kVec>
+constexpr bool canon_stage_fits() {
+  return kVec > 1 && kVec * sizeof(typename Op::acc_t) <= 32;
+}
+
 // Leaves per thread and round that canon_kernel<..., kVec = 1, kPer> is built with: 2 for 1- and
 // 2-byte inputs, 1 otherwise. Two leaves per round halve the tree's and the barriers' cost per
 // element (float16 full sums +12%, NOTES step 16), and a warp whose lanes' leaf pairs are whole,
@@ -665,6 +685,12 @@ __device__ __noinline__ Merged<acc_t, kVec> merge_tile_splits(const acc_t* slots
 
 // Three blocks per SM (at most 85 registers) keep enough loads in flight.
 //
+// kStage (kVec > 1): columns whose reduced element's row is exactly a thread's kVec outputs
+// (cfg.step = kVec) stage each warp's whole, aligned leaves (fold_leaf_staged with kCols =
+// kVec); a template flag, so that the column kernels without it keep their code (the staging's
+// branch inlined in them moved their allocation: columns (4096, 4096) and float64 columns 1.5-3%
+// slower, NOTES step 73).
+//
 // kLat: the latency kernel, for launches of at most about one wave (small full sums, long rows;
 // the host chooses it, launch.cuh): a block may be X * Y < kCanonThreads threads, a staged
 // leaf's two phases are loaded together and a lone lane's leaf in batches of sixteen (one memory
@@ -675,12 +701,14 @@ __device__ __noinline__ Merged<acc_t, kVec> merge_tile_splits(const acc_t* slots
 // for their bytes on an mbarrier and merges them, in place of the partials in global memory
 // and the atomic arrival (merge_tile_splits). The same nodes and the same tree: the bits do not
 // change.
-template <class Op, class in_t, class out_t, int kVec, int kPer = 1, bool kLat = false>
+template <class Op, class in_t, class out_t, int kVec, int kPer = 1, bool kLat = false,
+          bool kStage = false>
 __global__ void __launch_bounds__(kCanonThreads, kLat ? 2 : 3)
     canon_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
                  const CanonConfig cfg, typename Op::acc_t* __restrict__ partials,
                  unsigned* __restrict__ counters) {
   static_assert(!kLat || (kVec == 1 && kPer == 1), "the latency kernel: one leaf, one output");
+  static_assert(!kStage || canon_stage_fits<Op, kVec>(), "the column staging");
   constexpr int kPh = kLat ? 2 : 1;          // fold_leaf_staged's phases in flight
   constexpr int kVecBatch = kLat ? 16 : 8;   // fold_leaf_vec's loads in flight
   using acc_t = typename Op::acc_t;
@@ -853,9 +881,24 @@ __global__ void __launch_bounds__(kCanonThreads, kLat ? 2 : 3)
           else if (n > 0)
             fold_leaf<Op, in_t, 1>(p, g.red, cfg.one, q * kCanonLeaf, n, b, g.evict_first);
         } else {
+          // A warp whose 32 leaves are whole, each one 16-byte aligned run of 64 rows of
+          // exactly its kVec outputs (cfg.step = kVec: C = 2 or 4 mid dims, two columns),
+          // stages them (one lane's leaf per row of the stage, as for rows).
           const int n = leaf_len(q);
-          if (n > 0)
-            fold_leaf<Op, in_t, kVec>(p, g.red, cfg.one, q * kCanonLeaf, n, b, g.evict_first);
+          const int64_t r0 = q * kCanonLeaf;
+          bool staged = false;
+          if constexpr (kStage) {
+            const in_t* lp = p + (g.red.ndim == 1 ? r0 * kVec : g.red.in_offset(r0));
+            if (__all_sync(kFullMask, cfg.step == kVec && n == kCanonLeaf &&
+                                          (g.red.ndim == 1 || r0 % run + n <= run) &&
+                                          (reinterpret_cast<uintptr_t>(lp) & 15) == 0)) {
+              fold_leaf_staged<Op, in_t, kVec, 1, 1, kVec>(lp, kCanonLeaf * kVec, lane,
+                                                           stage[tid >> 5], b, g.evict_first);
+              staged = true;
+            }
+          }
+          if (!staged && n > 0)
+            fold_leaf<Op, in_t, kVec>(p, g.red, cfg.one, r0, n, b, g.evict_first);
         }
 #pragma unroll
         for (int v = 0; v < kVec; ++v) a[v] = j == 0 ? b[v] : Op::combine(a[v], b[v]);
@@ -920,17 +963,20 @@ __global__ void __launch_bounds__(kCanonThreads, kLat ? 2 : 3)
   }
 }
 
-// Outputs of at most kCanonThreads leaves whose K elements are one 16-byte aligned run (full
-// sums and rows of up to 16384 float32 elements, every output's first element aligned), where
-// one block per output does all of its work: T threads (the leaves rounded up to a power of two,
-// at least a warp), thread t folds leaf t (warps of 32 whole leaves through the stage, both
-// phases in flight; other leaves with their loads in one batch, or element by element for a
-// last leaf that is not a whole number of vectors), then the perfect tree over the T leaf lanes
-// (tree_over_y) and thread 0 stores. The same additions as canon_kernel, in a kernel a fraction
-// of its size and without its split, cluster and counter paths: a 2^10-element sum took 2.58 µs
-// in a CUDA graph through the latency kernel and 1.84 through a standalone kernel of this shape
-// (NOTES step 69). The stage is dynamic shared memory, T / 32 warps of it.
-template <class Op, class in_t, class out_t>
+// Outputs of at most kL * kCanonThreads leaves whose K elements are one 16-byte aligned run (full
+// sums and rows of up to 16384 float32 or 32768 16-bit elements, every output's first element
+// aligned), where one block per output does all of its work: T threads (the leaves over kL
+// rounded up to a power of two, at least a warp), thread t folds leaves kL t .. kL t + kL - 1
+// (warps of whole leaves through the stage, both phases in flight, a lane's kL leaves side by
+// side; other leaves with their loads in one batch, or element by element for a last leaf that
+// is not a whole number of vectors) and merges them (their node), then the perfect tree over the
+// T lanes (tree_over_y) and thread 0 stores. The same additions as canon_kernel, in a kernel a
+// fraction of its size and without its split, cluster and counter paths: a 2^10-element sum
+// took 2.58 µs in a CUDA graph through the latency kernel and 1.84 through a standalone kernel
+// of this shape (NOTES step 69). kL = 2 (1- and 2-byte inputs, rows of 257-512 leaves, as
+// canon_per): bfloat16 rows of 32768 (NOTES step 75). The stage is dynamic shared memory, T / 32
+// warps of it.
+template <class Op, class in_t, class out_t, int kL = 1>
 __global__ void __launch_bounds__(kCanonThreads)
     canon_small_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g) {
   using acc_t = typename Op::acc_t;
@@ -942,17 +988,31 @@ __global__ void __launch_bounds__(kCanonThreads)
   const int64_t K = g.reduce_len, o = blockIdx.x;
   const in_t* __restrict__ p = in + g.kept.in_offset(o);
   const int tid = threadIdx.x, lane = tid & 31;
-  const int64_t r0 = int64_t(tid) * kCanonLeaf;
-  const int n = r0 >= K ? 0 : static_cast<int>(K - r0 < kCanonLeaf ? K - r0 : kCanonLeaf);
-  acc_t a[1] = {Op::identity()};
-  if (__all_sync(kFullMask, n == kCanonLeaf)) {
+  const auto len = [&](int64_t r0) {
+    return r0 >= K ? 0 : static_cast<int>(K - r0 < kCanonLeaf ? K - r0 : kCanonLeaf);
+  };
+  const int64_t r0 = int64_t(tid) * kL * kCanonLeaf;
+  acc_t b[kL];
+#pragma unroll
+  for (int l = 0; l < kL; ++l) b[l] = Op::identity();
+  if (__all_sync(kFullMask, len(r0 + (kL - 1) * kCanonLeaf) == kCanonLeaf)) {
     auto* stage = reinterpret_cast<Vec<in_t, V>*>(small_stage) + (tid >> 5) * Stage::kSlots;
-    fold_leaf_staged<Op, in_t, 1, 1, 2>(p + r0, kCanonLeaf, lane, stage, a, g.evict_first);
-  } else if (n % V == 0) {
-    fold_leaf_vec<Op, in_t, 16>(p + r0, n, a[0], g.evict_first);
+    fold_leaf_staged<Op, in_t, 1, kL, 2>(p + r0, kCanonLeaf, lane, stage, b, g.evict_first);
   } else {
-    for (int j = 0; j < n; ++j) a[0] = Op::reduce(a[0], to_acc<value_t>(p[r0 + j]));
+#pragma unroll
+    for (int l = 0; l < kL; ++l) {
+      const int64_t rl = r0 + l * kCanonLeaf;
+      const int n = len(rl);
+      if (n % V == 0) {
+        fold_leaf_vec<Op, in_t, 16>(p + rl, n, b[l], g.evict_first);
+      } else {
+        for (int j = 0; j < n; ++j) b[l] = Op::reduce(b[l], to_acc<value_t>(p[rl + j]));
+      }
+    }
   }
+  acc_t a[1] = {b[0]};
+#pragma unroll
+  for (int l = 1; l < kL; ++l) a[0] = Op::combine(a[0], b[l]);
   tree_over_y<Op, 1>(a, 1, static_cast<int>(blockDim.x), tid, sm);
   if (tid == 0) out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(a[0], K, g.num_outputs));
 }

@@ -43,6 +43,11 @@ struct Launch {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The longest rows packed_rows_kernel takes for the plain planner: 8 vectors, at most 64 elements
+// (the canonical sums take rows of one vector at most: whole leaves, folded in order).
+template <class in_t>
+constexpr int kPackedMaxK = std::min(8 * vec_width<in_t>(), 64);
+
 // Inputs of fewer than this many bytes are read with evict-first 16-byte loads (Geometry::
 // evict_first, load_in). After a write that leaves L2 dirty (do_bench's flush, or the kernel
 // that produced the input), a read-only stream of 64 / 128 MB took 26.2 / 42.3 µs with plain
@@ -257,13 +262,27 @@ bool aligned_rows(const Geometry& g, const void* in) {
          reinterpret_cast<uintptr_t>(in) % 16 == 0 && outer_strides_whole_vectors<in_t>(g);
 }
 
-// Whether rows of K contiguous elements lie back to back with K * sizeof(in_t) dividing 16, the
-// base aligned and the output contiguous: then one vector holds whole rows (packed_rows_kernel).
+// Whether the column pairs' rows (innermost kept dim of stride 1, innermost reduced stride 2)
+// start on 16-byte boundaries: an aligned base, and every other kept and reduced stride a whole
+// number of vectors (canon_kernel<..., 2>'s staging).
 template <class in_t>
-bool rows_packable(const Geometry& g, const void* in) {
+bool pair_rows_aligned(const Geometry& g, const void* in) {
   constexpr int V = vec_width<in_t>();
+  for (int d = 0; d + 1 < g.kept.ndim; ++d)
+    if (g.kept.in_strides[d] % V != 0) return false;
+  for (int d = 0; d + 1 < g.red.ndim; ++d)
+    if (g.red.in_strides[d] % V != 0) return false;
+  return reinterpret_cast<uintptr_t>(in) % 16 == 0 && g.kept.in_strides[g.kept.ndim - 1] == 1;
+}
+
+// Whether rows of K contiguous elements, K a power of two from 2 to kMaxK, lie back to back with
+// the base aligned and the output contiguous: then packed_rows_kernel reads them as one stream of
+// vectors (whole rows inside each vector for K <= V, which the canonical sums take: a row is one
+// leaf; rows of up to kMaxK = 8 V elements over neighbouring lanes for the other ops).
+template <class in_t, int kMaxK = vec_width<in_t>()>
+bool rows_packable(const Geometry& g, const void* in) {
   const int64_t K = g.reduce_len;
-  if (K < 2 || K > V || (K & (K - 1)) != 0) return false;  // K * size divides 16
+  if (K < 2 || K > kMaxK || (K & (K - 1)) != 0) return false;
   if (g.kept.ndim != 1 || g.kept.in_strides[0] != K || g.kept.out_strides[0] != 1) return false;
   return reinterpret_cast<uintptr_t>(in) % 16 == 0;
 }
@@ -287,7 +306,7 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
     lc.rows.vred.in_strides[g.red.ndim - 1] = vec_width<in_t>();
   }
   lc.packed = lc.strategy == Strategy::kRows && lc.rows.vred.ndim == 0 &&
-              rows_packable<in_t>(g, in);
+              rows_packable<in_t, kPackedMaxK<in_t>>(g, in);
   const int64_t target =
       int64_t(sm_count) * blocks_per_sm<Op, in_t, out_t>(lc.strategy, lc.vec_cols, lc.packed);
   const int64_t cap = target * kGridCapWaves;
@@ -345,21 +364,22 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
   return lc;
 }
 
-// packed_rows_kernel for K = 2, 4, 8 or 16 (at most V; rows_packable).
-template <class Op, class in_t, class out_t>
+// packed_rows_kernel for K = 2, 4, ..., 64, at most kMaxK (rows_packable<in_t, kMaxK>).
+template <class Op, int kMaxK, class in_t, class out_t>
 void run_packed(const Geometry& g, const in_t* in, out_t* out, int64_t nvec, dim3 grid,
                 dim3 block, cudaStream_t stream) {
-  constexpr int V = vec_width<in_t>();
   auto packed = [&](auto k) {
     constexpr int kK = decltype(k)::value;
-    if constexpr (kK <= V)
+    if constexpr (kK <= kMaxK)
       packed_rows_kernel<Op, in_t, out_t, kK><<<grid, block, 0, stream>>>(in, out, g, nvec);
   };
   switch (g.reduce_len) {
     case 2: packed(std::integral_constant<int, 2>{}); break;
     case 4: packed(std::integral_constant<int, 4>{}); break;
     case 8: packed(std::integral_constant<int, 8>{}); break;
-    default: packed(std::integral_constant<int, 16>{}); break;
+    case 16: packed(std::integral_constant<int, 16>{}); break;
+    case 32: packed(std::integral_constant<int, 32>{}); break;
+    default: packed(std::integral_constant<int, 64>{}); break;
   }
 }
 
@@ -367,7 +387,7 @@ template <class Op, class in_t, class out_t>
 void run_launch(const Launch& lc, const Geometry& g, const in_t* in, out_t* out,
                 typename Op::acc_t* partials, unsigned* counters, cudaStream_t stream) {
   if (lc.packed) {
-    run_packed<Op>(g, in, out, lc.packed_vecs, lc.grid, lc.block, stream);
+    run_packed<Op, kPackedMaxK<in_t>>(g, in, out, lc.packed_vecs, lc.grid, lc.block, stream);
     return;
   }
   switch (lc.strategy) {
@@ -412,6 +432,7 @@ struct CanonLaunch {
   int vec = 1;  // outputs per thread (canon_vec() or 1)
   bool lat = false;  // canon_kernel<..., kLat = true>: clusters of cfg.splits blocks along y
   bool small = false;  // canon_small_kernel: one block of `block` threads per output
+  bool stage = false;  // columns: canon_kernel<..., kStage = true> (rows of exactly vec outputs)
   dim3 grid, block;
   int64_t partials = 0;
   int64_t counters = 0;
@@ -427,6 +448,13 @@ int canon_max_cluster() {
 
 template <class Op, class in_t, class out_t>
 int canon_blocks_per_sm(int vec, int per = 1) {
+  if constexpr (canon_vec<in_t>() != 2 && canon_stage_fits<Op, 2>()) {
+    if (vec == 2) {  // float32 pairs: only the staged kernel
+      static const int n =
+          occupancy(canon_kernel<Op, in_t, out_t, 2, 1, false, true>, kCanonThreads);
+      return n;
+    }
+  }
   if (vec > 1) {
     static const int n = occupancy(canon_kernel<Op, in_t, out_t, canon_vec<in_t>()>, kCanonThreads);
     return n;
@@ -450,15 +478,24 @@ int pair_rows(const Geometry& g, const void* in) {
   return static_cast<int>(bytes / 16);
 }
 
+// Leaves per thread of canon_small_kernel for K reduced elements: 1, or 2 past kCanonThreads
+// leaves for 1- and 2-byte inputs (canon_per).
+template <class in_t>
+int small_leaves_per_thread(int64_t K) {
+  return canon_per<in_t>() == 2 && K > int64_t(kCanonThreads) * kCanonLeaf ? 2 : 1;
+}
+
 // Outputs that canon_small_kernel can take: each output's K elements one stride-1 run of at most
-// kCanonThreads leaves, starting on a 16-byte boundary (an aligned base and kept strides that
-// are multiples of 16 bytes). Returns its block size (the leaves rounded up to a power of two,
-// at least a warp), or 0.
+// kCanonThreads leaves (twice as many for 1- and 2-byte inputs), starting on a 16-byte boundary
+// (an aligned base and kept strides that are multiples of 16 bytes). Returns its block size
+// (the leaves over the leaves per thread, rounded up to a power of two, at least a warp), or 0.
 template <class in_t>
 int small_block(const Geometry& g, const void* in) {
   const int64_t K = g.reduce_len;
-  if (K < 1 || K > int64_t(kCanonThreads) * kCanonLeaf || !aligned_rows<in_t>(g, in)) return 0;
-  return static_cast<int>(std::max<int64_t>(32, next_pow2(ceil_div(K, kCanonLeaf))));
+  const int per = small_leaves_per_thread<in_t>(K);
+  if (K < 1 || K > int64_t(kCanonThreads) * kCanonLeaf * per || !aligned_rows<in_t>(g, in))
+    return 0;
+  return static_cast<int>(std::max<int64_t>(32, next_pow2(ceil_div(K, kCanonLeaf * per))));
 }
 
 // Block shape: each output gets as many leaf lanes as it has leaves (up to the whole block), and
@@ -480,12 +517,19 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // float32 sums of 2^10 took 1.85 µs against 2.58 through the latency kernel, 2^14 2.88
   // against 3.33; eager, rows (4096, 4096) 23.4 µs against 25.4, bfloat16 rows (16384, 16384)
   // 130.9 against 152.8; but rows of 16 leaves, (65536, 1024), 105.7 against 75.3 (half of each
-  // block's warp idle). Forced (small=1) wherever the layout allows it; a forced shape or
-  // latency kernel turns it off.
+  // block's warp idle). 257-512 leaves of 1- and 2-byte inputs (two per thread) only where
+  // there are more than a third as many outputs as SMs, so that the latency kernel would give
+  // each at most two SMs: bfloat16 rows (16384, 32768) 254.6 µs against 282.1, (64, 32768)
+  // 8.45 / 4.03 (eager / graph) against 8.83 / 4.36, but the full sum of 2^15 7.20 / 3.70
+  // against 6.46 / 3.20 (one SM converts all 32768 values: NOTES step 75). Forced (small=1)
+  // wherever the layout allows it; a forced shape or latency kernel turns it off.
+  const bool small_auto =
+      small_leaves_per_thread<in_t>(K) == 2
+          ? 3 * M > sm_count
+          : M <= sm_count || ceil_div(K, kCanonLeaf) >= 64;
   if (const int t = small_block<in_t>(g, in);
       t > 0 && M <= INT32_MAX &&
-      (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 &&
-                        (M <= sm_count || ceil_div(K, kCanonLeaf) >= 64)))) {
+      (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 && small_auto))) {
     lc.small = true;
     lc.block = dim3(static_cast<unsigned>(t));
     lc.grid = dim3(static_cast<unsigned>(M));
@@ -513,7 +557,17 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   }
   const bool columns = choose_strategy(g) == Strategy::kColumns;
   constexpr int V = canon_vec<in_t>();
+  const int64_t inner_stride = g.red.in_strides[g.red.ndim - 1];
   lc.vec = columns && columns_aligned(g, in, V, sizeof(in_t)) ? V : 1;
+  // float32 outputs in pairs where each reduced element's row is exactly two outputs (two
+  // columns, C = 2 mid dims) and rows start on 16-byte boundaries: canon_kernel<..., 2>, whose
+  // warps stage their leaves (64 rows of both outputs, 512 contiguous bytes) with coalesced
+  // loads. One output per thread read every line twice, 48% of the read stream; pairs through
+  // fold_leaf's 8-byte loads were slower still (NOTES steps 71, 73).
+  if (sizeof(in_t) == 4 && canon_stage_fits<Op, 2>() && columns && lc.vec == 1 &&
+      inner_stride == 2 && columns_aligned(g, in, 2, sizeof(in_t)) &&
+      pair_rows_aligned<in_t>(g, in))
+    lc.vec = 2;
   // V outputs per thread divide the independent leaf folds (one thread each) by V. When there
   // are fewer of them than one wave of blocks has threads even at one output per thread (mid
   // dims with a few outputs per row: (8, 65536, 4) over dim 1 has 32 outputs of 1024 leaves,
@@ -536,8 +590,13 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
       kCanonThreads / next_pow2(std::min<int64_t>(kCanonThreads, ceil_div(c.leaves, c.per)));
   const int x_columns =
       columns ? std::min(32, next_pow2(ceil_div(g.kept.sizes[g.kept.ndim - 1], lc.vec))) : 1;
-  const int64_t inner_stride = g.red.in_strides[g.red.ndim - 1];
-  c.step = inner_stride == 1 || inner_stride == 2 ? static_cast<int>(inner_stride) : 0;
+  c.step = inner_stride == 1 || inner_stride == 2 || (lc.vec > 1 && inner_stride == lc.vec)
+               ? static_cast<int>(inner_stride)
+               : 0;
+  // The column staging (canon_kernel<..., kStage = true>) where each reduced element's row is
+  // exactly a thread's outputs.
+  lc.stage = lc.vec > 1 && c.step == lc.vec &&
+             lc.vec * sizeof(typename Op::acc_t) <= 32;  // canon_stage_fits
   c.one = step_digits(g.red, 1);
   const int64_t target = int64_t(sm_count) * canon_blocks_per_sm<Op, in_t, out_t>(lc.vec, c.per);
   // The rest of the configuration for X output lanes: Y, rounds, tiles, then blocks per tile as
@@ -701,7 +760,7 @@ template <class Op, class in_t, class out_t>
 void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, out_t* out,
                       typename Op::acc_t* partials, unsigned* counters, cudaStream_t stream) {
   if (lc.packed) {
-    run_packed<Op>(g, in, out, lc.packed_vecs, lc.grid, lc.block, stream);
+    run_packed<Op, vec_width<in_t>()>(g, in, out, lc.packed_vecs, lc.grid, lc.block, stream);
     return;
   }
   if (lc.pair == 2) {
@@ -715,6 +774,12 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
   if (lc.small) {  // dynamic shared memory: the stage, kSlots vectors per warp
     using Slot = Vec<in_t, vec_width<in_t>()>;
     const size_t stage = size_t(lc.block.x / 32) * LeafStage<in_t>::kSlots * sizeof(Slot);
+    if constexpr (canon_per<in_t>() == 2) {
+      if (small_leaves_per_thread<in_t>(g.reduce_len) == 2) {
+        canon_small_kernel<Op, in_t, out_t, 2><<<lc.grid, lc.block, stage, stream>>>(in, out, g);
+        return;
+      }
+    }
     canon_small_kernel<Op, in_t, out_t><<<lc.grid, lc.block, stage, stream>>>(in, out, g);
     return;
   }
@@ -728,6 +793,20 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
     return;
   }
   constexpr int V = canon_vec<in_t>();
+  if constexpr (V != 2 && sizeof(in_t) == 4 && canon_stage_fits<Op, 2>()) {
+    if (lc.vec == 2) {  // float32 pairs (always staged where the layout allows)
+      canon_kernel<Op, in_t, out_t, 2, 1, false, true>
+          <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cfg, partials, counters);
+      return;
+    }
+  }
+  if constexpr (canon_stage_fits<Op, V>()) {
+    if (lc.vec > 1 && lc.stage) {
+      canon_kernel<Op, in_t, out_t, V, 1, false, true>
+          <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cfg, partials, counters);
+      return;
+    }
+  }
   if (lc.vec > 1)
     canon_kernel<Op, in_t, out_t, V>
         <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cfg, partials, counters);

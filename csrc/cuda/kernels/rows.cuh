@@ -13,10 +13,11 @@
 // fill the GPU, each row is also split along K over gridDim.y blocks, which combine through
 // arrive_last() in the same launch.
 //
-// packed_rows_kernel: rows so short that one 16-byte vector holds V / K whole rows (K * size
-// divides 16, rows back to back; K a template parameter): each thread reads kUnroll vectors,
-// reduces their rows in registers and stores each vector's results at once, with no
-// cross-thread step at all.
+// packed_rows_kernel: short rows back to back (K a power of two up to 8 V, a template
+// parameter) as one flat stream of vectors: where a 16-byte vector holds V / K whole rows, each
+// thread reduces its vectors' rows in registers and stores each vector's results at once, with
+// no cross-thread step at all; where a row spans R = K / V vectors, R neighbouring lanes hold it
+// and meet by shuffles.
 //
 // Chosen for: full reductions of contiguous data (M = 1), rows (contiguous inner dim reduced),
 // runs of contiguous reduced elements, and, with kContig = false, any layout the column kernel
@@ -175,48 +176,75 @@ __global__ void __launch_bounds__(kRowsBlock, 4)
   }
 }
 
-// Rows of kK elements back to back (kK a power of two, 2 <= kK <= V), the input 16-byte aligned
-// and the output contiguous: vector i holds rows i*P .. i*P+P-1 (P = V / kK), and their P results
-// leave in one store. `nvec` whole vectors; the last M - nvec*P rows (fewer than P) are read as
-// scalars by the first thread.
+// Rows of kK elements back to back (kK a power of two, 2 <= kK <= 8 V), the input 16-byte
+// aligned and the output contiguous, read as one flat stream of 16-byte vectors (kUnroll in
+// flight per thread, a grid stride apart).
+// - kK <= V: vector i holds rows i*P .. i*P+P-1 (P = V / kK), and their P results leave in one
+//   store. `nvec` whole vectors; the last M - nvec*P rows (fewer than P) are read as scalars by
+//   the first thread.
+// - kK > V: a row is R = kK / V consecutive vectors, held by R neighbouring lanes (the grid
+//   stride is a multiple of the warp), each of which folds its vector in order; the perfect tree
+//   over the R lanes (shuffles, lower lanes first) leaves the row on its first lane, which
+//   stores it. bfloat16 amax rows of 16 went through rows_kernel one thread per row, two loads
+//   in flight: 65% of the read stream (NOTES step 74). The loops are warp-uniform (the
+//   shuffles need every lane); a lane past the end re-reads the last vector and stores nothing.
 template <class Op, class in_t, class out_t, int kK>
 __global__ void __launch_bounds__(kRowsBlock)
     packed_rows_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
                        int64_t nvec) {
   using acc_t = typename Op::acc_t;
   constexpr int V = vec_width<in_t>();
-  constexpr int P = V / kK;
   using VecT = Vec<in_t, V>;
-  using OutT = Vec<out_t, P>;
   const int64_t M = g.num_outputs;
   const VecT* __restrict__ vp = reinterpret_cast<const VecT*>(in);
-  auto rows_of = [&](const VecT& x, int64_t i) {  // the P rows of vector i
-    OutT res;
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-      acc_t acc = Op::identity();
-#pragma unroll
-      for (int k = 0; k < kK; ++k) acc = fold<Op>(acc, x.v[p * kK + k], k);
-      res.v[p] = from_acc<out_t>(Op::finalize(acc, kK, M));
-    }
-    reinterpret_cast<OutT*>(out)[i] = res;
-  };
   const int64_t stride = int64_t(gridDim.x) * kRowsBlock;
   int64_t i = int64_t(blockIdx.x) * kRowsBlock + threadIdx.x;
-  for (; i + (kUnroll - 1) * stride < nvec; i += kUnroll * stride) {
+  // Vectors i, i + stride, ..., kUnroll of them in flight, then use(x, index) on each.
+  const auto batch = [&](int64_t i, auto&& use) {
     VecT x[kUnroll];
     const uint64_t pol = load_policy<VecT>(g.evict_first);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) x[u] = load_in(vp + i + u * stride, pol);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) rows_of(x[u], i + u * stride);
-  }
-  for (; i < nvec; i += stride) rows_of(load_in(vp + i, load_policy<VecT>(g.evict_first)), i);
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    for (int64_t row = nvec * P; row < M; ++row) {
-      acc_t acc = Op::identity();
-      for (int k = 0; k < kK; ++k) acc = fold<Op>(acc, in[row * kK + k], k);
-      out[row] = from_acc<out_t>(Op::finalize(acc, kK, M));
+    for (int u = 0; u < kUnroll; ++u) use(x[u], i + u * stride);
+  };
+  if constexpr (kK > V) {
+    constexpr int R = kK / V;
+    const int part = static_cast<int>(threadIdx.x) & (R - 1);
+    auto row_of = [&](const VecT& x, int64_t i) {  // vector i: part `part` of row i / R
+      ThreadFold<Op, in_t, V> f;  // (16-bit max/min: packed pairs, as rows_kernel's)
+      f.vec(x, part * V);
+      acc_t acc = f.result();
+#pragma unroll
+      for (int s = 1; s < R; s *= 2) acc = Op::combine(acc, shfl_down(acc, s, R));
+      if (part == 0 && i < nvec) out[i / R] = from_acc<out_t>(Op::finalize(acc, kK, M));
+    };
+    // i | 31: the warp's last lane (block and stride are multiples of 32).
+    for (; (i | 31) + (kUnroll - 1) * stride < nvec; i += kUnroll * stride) batch(i, row_of);
+    for (; (i & ~int64_t(31)) < nvec; i += stride)
+      row_of(load_in(vp + (i < nvec ? i : nvec - 1), load_policy<VecT>(g.evict_first)), i);
+  } else {
+    constexpr int P = V / kK;
+    using OutT = Vec<out_t, P>;
+    auto rows_of = [&](const VecT& x, int64_t i) {  // the P rows of vector i
+      OutT res;
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        acc_t acc = Op::identity();
+#pragma unroll
+        for (int k = 0; k < kK; ++k) acc = fold<Op>(acc, x.v[p * kK + k], k);
+        res.v[p] = from_acc<out_t>(Op::finalize(acc, kK, M));
+      }
+      reinterpret_cast<OutT*>(out)[i] = res;
+    };
+    for (; i + (kUnroll - 1) * stride < nvec; i += kUnroll * stride) batch(i, rows_of);
+    for (; i < nvec; i += stride) rows_of(load_in(vp + i, load_policy<VecT>(g.evict_first)), i);
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      for (int64_t row = nvec * P; row < M; ++row) {
+        acc_t acc = Op::identity();
+        for (int k = 0; k < kK; ++k) acc = fold<Op>(acc, in[row * kK + k], k);
+        out[row] = from_acc<out_t>(Op::finalize(acc, kK, M));
+      }
     }
   }
 }
