@@ -576,12 +576,12 @@ struct LeafAt {
   bool in_run, vec;
 };
 
-// Whether canon_kernel<Op, ..., kVec, ..., kStage = true> fits: its stage beside the tree's
-// kCanonThreads * kVec accumulators in 48 KB (not four compensated float64 outputs, float32
+// Whether canon_kernel<Op, ..., vec, ..., kStage = true> fits: its stage beside the tree's
+// kCanonThreads * vec accumulators in 48 KB (not four compensated float64 outputs, float32
 // into a float64 result).
-template <class Op, int kVec>
-constexpr bool canon_stage_fits() {
-  return kVec > 1 && kVec * sizeof(typename Op::acc_t) <= 32;
+template <class Op>
+constexpr bool canon_stage_fits(int vec) {
+  return vec > 1 && vec * sizeof(typename Op::acc_t) <= 32;
 }
 
 // Leaves per thread and round that canon_kernel<..., kVec = 1, kPer> is built with: 2 for 1- and
@@ -708,7 +708,7 @@ __global__ void __launch_bounds__(kCanonThreads, kLat ? 2 : 3)
                  const CanonConfig cfg, typename Op::acc_t* __restrict__ partials,
                  unsigned* __restrict__ counters) {
   static_assert(!kLat || (kVec == 1 && kPer == 1), "the latency kernel: one leaf, one output");
-  static_assert(!kStage || canon_stage_fits<Op, kVec>(), "the column staging");
+  static_assert(!kStage || canon_stage_fits<Op>(kVec), "the column staging");
   constexpr int kPh = kLat ? 2 : 1;          // fold_leaf_staged's phases in flight
   constexpr int kVecBatch = kLat ? 16 : 8;   // fold_leaf_vec's loads in flight
   using acc_t = typename Op::acc_t;

@@ -266,7 +266,7 @@ bool aligned_rows(const Geometry& g, const void* in) {
 // start on 16-byte boundaries: an aligned base, and every other kept and reduced stride a whole
 // number of vectors (canon_kernel<..., 2>'s staging).
 template <class in_t>
-bool pair_rows_aligned(const Geometry& g, const void* in) {
+bool column_pairs_aligned(const Geometry& g, const void* in) {
   constexpr int V = vec_width<in_t>();
   for (int d = 0; d + 1 < g.kept.ndim; ++d)
     if (g.kept.in_strides[d] % V != 0) return false;
@@ -448,7 +448,7 @@ int canon_max_cluster() {
 
 template <class Op, class in_t, class out_t>
 int canon_blocks_per_sm(int vec, int per = 1) {
-  if constexpr (canon_vec<in_t>() != 2 && canon_stage_fits<Op, 2>()) {
+  if constexpr (canon_vec<in_t>() != 2 && canon_stage_fits<Op>(2)) {
     if (vec == 2) {  // float32 pairs: only the staged kernel
       static const int n =
           occupancy(canon_kernel<Op, in_t, out_t, 2, 1, false, true>, kCanonThreads);
@@ -564,9 +564,9 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // warps stage their leaves (64 rows of both outputs, 512 contiguous bytes) with coalesced
   // loads. One output per thread read every line twice, 48% of the read stream; pairs through
   // fold_leaf's 8-byte loads were slower still (NOTES steps 71, 73).
-  if (sizeof(in_t) == 4 && canon_stage_fits<Op, 2>() && columns && lc.vec == 1 &&
+  if (sizeof(in_t) == 4 && canon_stage_fits<Op>(2) && columns && lc.vec == 1 &&
       inner_stride == 2 && columns_aligned(g, in, 2, sizeof(in_t)) &&
-      pair_rows_aligned<in_t>(g, in))
+      column_pairs_aligned<in_t>(g, in))
     lc.vec = 2;
   // V outputs per thread divide the independent leaf folds (one thread each) by V. When there
   // are fewer of them than one wave of blocks has threads even at one output per thread (mid
@@ -595,8 +595,7 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
                : 0;
   // The column staging (canon_kernel<..., kStage = true>) where each reduced element's row is
   // exactly a thread's outputs.
-  lc.stage = lc.vec > 1 && c.step == lc.vec &&
-             lc.vec * sizeof(typename Op::acc_t) <= 32;  // canon_stage_fits
+  lc.stage = c.step == lc.vec && canon_stage_fits<Op>(lc.vec);
   c.one = step_digits(g.red, 1);
   const int64_t target = int64_t(sm_count) * canon_blocks_per_sm<Op, in_t, out_t>(lc.vec, c.per);
   // The rest of the configuration for X output lanes: Y, rounds, tiles, then blocks per tile as
@@ -793,14 +792,14 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
     return;
   }
   constexpr int V = canon_vec<in_t>();
-  if constexpr (V != 2 && sizeof(in_t) == 4 && canon_stage_fits<Op, 2>()) {
+  if constexpr (V != 2 && sizeof(in_t) == 4 && canon_stage_fits<Op>(2)) {
     if (lc.vec == 2) {  // float32 pairs (always staged where the layout allows)
       canon_kernel<Op, in_t, out_t, 2, 1, false, true>
           <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cfg, partials, counters);
       return;
     }
   }
-  if constexpr (canon_stage_fits<Op, V>()) {
+  if constexpr (canon_stage_fits<Op>(V)) {
     if (lc.vec > 1 && lc.stage) {
       canon_kernel<Op, in_t, out_t, V, 1, false, true>
           <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cfg, partials, counters);

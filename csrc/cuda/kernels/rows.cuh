@@ -199,14 +199,14 @@ __global__ void __launch_bounds__(kRowsBlock)
   const VecT* __restrict__ vp = reinterpret_cast<const VecT*>(in);
   const int64_t stride = int64_t(gridDim.x) * kRowsBlock;
   int64_t i = int64_t(blockIdx.x) * kRowsBlock + threadIdx.x;
-  // Vectors i, i + stride, ..., kUnroll of them in flight, then use(x, index) on each.
-  const auto batch = [&](int64_t i, auto&& use) {
+  // Vectors i0, i0 + stride, ..., kUnroll of them in flight, then use(x, index) on each.
+  const auto batch = [&](int64_t i0, auto&& use) {
     VecT x[kUnroll];
     const uint64_t pol = load_policy<VecT>(g.evict_first);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) x[u] = load_in(vp + i + u * stride, pol);
+    for (int u = 0; u < kUnroll; ++u) x[u] = load_in(vp + i0 + u * stride, pol);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) use(x[u], i + u * stride);
+    for (int u = 0; u < kUnroll; ++u) use(x[u], i0 + u * stride);
   };
   if constexpr (kK > V) {
     constexpr int R = kK / V;
