@@ -68,7 +68,6 @@ template <class Op, class in_t, int kVec>
 __device__ __forceinline__ void fold_leaf(const in_t* __restrict__ p, const IndexMap& red,
                                           const StepDigits& one, int64_t r0, int n,
                                           typename Op::acc_t (&a)[kVec], bool ef) {
-  using value_t = typename Op::value_t;
   using VecT = Vec<in_t, kVec>;
   constexpr int kBatch = 8;
   walk_offsets(red, r0, 1, one, [&](auto&& next) {
@@ -82,12 +81,12 @@ __device__ __forceinline__ void fold_leaf(const in_t* __restrict__ p, const Inde
 #pragma unroll
       for (int u = 0; u < kBatch; ++u)
 #pragma unroll
-        for (int v = 0; v < kVec; ++v) a[v] = Op::reduce(a[v], to_acc<value_t>(x[u].v[v]));
+        for (int v = 0; v < kVec; ++v) a[v] = canon_fold<Op>(a[v], x[u].v[v]);
     }
     for (; j < n; ++j) {
       const VecT x = load_in(reinterpret_cast<const VecT*>(p + next()), load_policy<VecT>(ef));
 #pragma unroll
-      for (int v = 0; v < kVec; ++v) a[v] = Op::reduce(a[v], to_acc<value_t>(x.v[v]));
+      for (int v = 0; v < kVec; ++v) a[v] = canon_fold<Op>(a[v], x.v[v]);
     }
   });
 }
@@ -98,7 +97,6 @@ __device__ __forceinline__ void fold_leaf(const in_t* __restrict__ p, const Inde
 template <class Op, class in_t, int kMaxBatch = 8>
 __device__ __forceinline__ void fold_leaf_vec(const in_t* __restrict__ p, int n,
                                               typename Op::acc_t& a, bool ef) {
-  using value_t = typename Op::value_t;
   constexpr int V = vec_width<in_t>();
   constexpr int kVecs = kCanonLeaf / V;
   constexpr int kBatch = kVecs < kMaxBatch ? kVecs : kMaxBatch;
@@ -114,14 +112,14 @@ __device__ __forceinline__ void fold_leaf_vec(const in_t* __restrict__ p, int n,
 #pragma unroll
       for (int u = 0; u < kBatch; ++u)
 #pragma unroll
-        for (int e = 0; e < V; ++e) a = Op::reduce(a, to_acc<value_t>(x[u].v[e]));
+        for (int e = 0; e < V; ++e) a = canon_fold<Op>(a, x[u].v[e]);
     }
     return;
   }
   for (int v = 0; v < n / V; ++v) {
     const VecT x = load_in(vp + v, load_policy<VecT>(ef));
 #pragma unroll
-    for (int e = 0; e < V; ++e) a = Op::reduce(a, to_acc<value_t>(x.v[e]));
+    for (int e = 0; e < V; ++e) a = canon_fold<Op>(a, x.v[e]);
   }
 }
 
@@ -209,7 +207,6 @@ template <class Op, class in_t, int kShift, int kL>
 __device__ __forceinline__ void fold_leaf_staged_shifted(const Vec<in_t, 8>* base0, int delta,
                                                          int log_g, Vec<in_t, 8>* stage,
                                                          typename Op::acc_t (&a)[kL]) {
-  using value_t = typename Op::value_t;
   using acc_t = typename Op::acc_t;
   using VecT = Vec<in_t, 8>;
   constexpr int kRow = 9;
@@ -257,8 +254,11 @@ __device__ __forceinline__ void fold_leaf_staged_shifted(const Vec<in_t, 8>* bas
       const VecT z = row[c];
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
-        const int pos = c * 8 + e;  // static: element pos - kShift of the lane's leaf
-        if (pos >= kShift && pos < kShift + kCanonLeaf) b = Op::reduce(b, to_acc<value_t>(z.v[e]));
+        // Static: element pos - kShift of the lane's leaf. The two-step widening (to_acc, then
+        // Op::reduce): canon_fold's direct conversion measured 2.2-2.7% slower here (NOTES step 78).
+        const int pos = c * 8 + e;
+        if (pos >= kShift && pos < kShift + kCanonLeaf)
+          b = Op::reduce(b, to_acc<typename Op::value_t>(z.v[e]));
       }
     }
     f[ph] = b;
@@ -333,7 +333,6 @@ __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int la
                                                  Vec<in_t, vec_width<in_t>()>* stage,
                                                  typename Op::acc_t (&a)[kL * kCols], bool ef) {
   using S = LeafStage<in_t>;
-  using value_t = typename Op::value_t;
   using VecT = Vec<in_t, S::V>;
   constexpr int P = S::kPieceVecs;
   constexpr int PL = P / kL;  // vectors of each of a lane's leaves per phase
@@ -379,7 +378,7 @@ __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int la
           for (int c = 0; c < kCols; ++c)
 #pragma unroll
             for (int l = 0; l < kL; ++l)
-              a[l * kCols + c] = Op::reduce(a[l * kCols + c], to_acc<value_t>(y[l].v[e + c]));
+              a[l * kCols + c] = canon_fold<Op>(a[l * kCols + c], y[l].v[e + c]);
       }
       __syncwarp();  // the next phase overwrites the stage
     }
@@ -536,7 +535,6 @@ constexpr int kPairLoads = 8;  // 16-byte loads in flight per thread
 template <class Op, class in_t, class out_t, int kNV>
 __global__ void __launch_bounds__(kPairThreads)
     pair_rows_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g) {
-  using value_t = typename Op::value_t;
   constexpr int V = vec_width<in_t>();
   constexpr int kRowsPer = kPairLoads / kNV;
   using VecT = Vec<in_t, V>;
@@ -559,7 +557,7 @@ __global__ void __launch_bounds__(kPairThreads)
 #pragma unroll
       for (int h = 0; h < kNV; ++h)
 #pragma unroll
-        for (int e = 0; e < V; ++e) a = Op::reduce(a, to_acc<value_t>(x[i][h].v[e]));
+        for (int e = 0; e < V; ++e) a = canon_fold<Op>(a, x[i][h].v[e]);
       const int64_t o = o0 + i * stride;
       if (o < M) out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(a, K, M));
     }
@@ -701,9 +699,18 @@ __device__ __noinline__ Merged<acc_t, kVec> merge_tile_splits(const acc_t* slots
 // for their bytes on an mbarrier and merges them, in place of the partials in global memory
 // and the atomic arrival (merge_tile_splits). The same nodes and the same tree: the bits do not
 // change.
+// Resident blocks per SM that canon_kernel is compiled for (at most 64 registers for four, 80
+// for three): the latency kernel two; column kernels (kVec outputs per thread) four, except
+// float32 quads, whose loop spills at 64 registers and measured slower with four ((2097152, 32)
+// over dim 0: 87.5 -> 92.5 µs; NOTES step 77); the rest three.
+template <class in_t>
+constexpr int canon_min_blocks(int vec, bool lat) {
+  return lat ? 2 : vec > 1 && !(sizeof(in_t) == 4 && vec == 4) ? 4 : 3;
+}
+
 template <class Op, class in_t, class out_t, int kVec, int kPer = 1, bool kLat = false,
           bool kStage = false>
-__global__ void __launch_bounds__(kCanonThreads, kLat ? 2 : 3)
+__global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kLat))
     canon_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
                  const CanonConfig cfg, typename Op::acc_t* __restrict__ partials,
                  unsigned* __restrict__ counters) {
@@ -980,7 +987,6 @@ template <class Op, class in_t, class out_t, int kL = 1>
 __global__ void __launch_bounds__(kCanonThreads)
     canon_small_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g) {
   using acc_t = typename Op::acc_t;
-  using value_t = typename Op::value_t;
   using Stage = LeafStage<in_t>;
   constexpr int V = vec_width<in_t>();
   __shared__ acc_t sm[kCanonThreads];
@@ -1006,7 +1012,7 @@ __global__ void __launch_bounds__(kCanonThreads)
       if (n % V == 0) {
         fold_leaf_vec<Op, in_t, 16>(p + rl, n, b[l], g.evict_first);
       } else {
-        for (int j = 0; j < n; ++j) b[l] = Op::reduce(b[l], to_acc<value_t>(p[rl + j]));
+        for (int j = 0; j < n; ++j) b[l] = canon_fold<Op>(b[l], p[rl + j]);
       }
     }
   }
