@@ -102,18 +102,20 @@ def test_vocabulary_argmax_ties_bf16():
         assert_same_bits(torch.ops.treduce.argmin(x, 1), torch.argmin(x, 1), f"B={b}")
 
 
-# Short contiguous rows of K = 2 .. 8 vectors (packed_rows_kernel with R = K / V neighbouring
-# lanes per row): float32 rows of 8-32, 16-bit rows of 16-64, 1-byte rows of 32-64, 8-byte rows
-# of 4-16; M odd, so that the last warp's lanes run past the end.
-SPLIT_ROW_CASES = [(torch.float32, (8, 16, 32)), (torch.bfloat16, (16, 32, 64)),
-                   (torch.float16, (16, 64)), (torch.int8, (32, 64)), (torch.uint8, (32,)),
-                   (torch.float64, (4, 8, 16)), (torch.int64, (4, 16)), (torch.int32, (8, 32)),
-                   (torch.bool, (32, 64))]
+# Short contiguous rows of K = 2 .. 16 vectors (packed_rows_kernel with R = K / V neighbouring
+# lanes per row; argmax and argmin up to 8 vectors, longer rows through rows_kernel): float32
+# rows of 8-64, 16-bit rows of 16-128, 1-byte rows of 32-128, 8-byte
+# rows of 4-32; M odd, so that the last warp's lanes run past the end.
+SPLIT_ROW_CASES = [(torch.float32, (8, 16, 32, 64)), (torch.bfloat16, (16, 32, 64, 128)),
+                   (torch.float16, (16, 64, 128)), (torch.int8, (32, 64, 128)),
+                   (torch.uint8, (32, 128)), (torch.float64, (4, 8, 16, 32)),
+                   (torch.int64, (4, 16, 32)), (torch.int32, (8, 32, 64)),
+                   (torch.bool, (32, 64, 128))]
 
 
 @pytest.mark.parametrize("dtype,ks", SPLIT_ROW_CASES, ids=[str(c[0]) for c in SPLIT_ROW_CASES])
 def test_short_rows_over_neighbouring_lanes(dtype, ks):
-    """Rows that span 2-8 vectors, held by neighbouring lanes that meet by shuffles: amax, amin
+    """Rows that span 2-16 vectors, held by neighbouring lanes that meet by shuffles: amax, amin
     (with NaNs), argmax and argmin (ties, NaNs: the first index), prod, integer sums and the
     bitwise ops match torch exactly, with a NaN or tie in the last part of some rows."""
     for k in ks:

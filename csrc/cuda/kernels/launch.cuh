@@ -43,10 +43,14 @@ struct Launch {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// The longest rows packed_rows_kernel takes for the plain planner: 8 vectors, at most 64 elements
-// (the canonical sums take rows of one vector at most: whole leaves, folded in order).
-template <class in_t>
-constexpr int kPackedMaxK = std::min(8 * vec_width<in_t>(), 64);
+// The longest rows packed_rows_kernel takes for the plain planner: 16 vectors, at most 128
+// elements (the canonical sums take rows of one vector at most: whole leaves, folded in order).
+// bfloat16 amax rows of 128 went through rows_kernel (four lanes per row) at 88% of the read
+// stream, 82.1 -> 76.1 µs packed; but bfloat16 argmax rows of 128 106.1 -> 151.1, so argmax and
+// argmin (kNeedsIndex) stop at 8 vectors, 64 elements (NOTES step 80).
+template <class Op, class in_t>
+constexpr int kPackedMaxK = Op::kNeedsIndex ? std::min(8 * vec_width<in_t>(), 64)
+                                            : std::min(16 * vec_width<in_t>(), 128);
 
 // Inputs of fewer than this many bytes are read with evict-first 16-byte loads (Geometry::
 // evict_first, load_in). After a write that leaves L2 dirty (do_bench's flush, or the kernel
@@ -278,7 +282,7 @@ bool column_pairs_aligned(const Geometry& g, const void* in) {
 // Whether rows of K contiguous elements, K a power of two from 2 to kMaxK, lie back to back with
 // the base aligned and the output contiguous: then packed_rows_kernel reads them as one stream of
 // vectors (whole rows inside each vector for K <= V, which the canonical sums take: a row is one
-// leaf; rows of up to kMaxK = 8 V elements over neighbouring lanes for the other ops).
+// leaf; rows of up to kMaxK = 16 V elements over neighbouring lanes for the other ops).
 template <class in_t, int kMaxK = vec_width<in_t>()>
 bool rows_packable(const Geometry& g, const void* in) {
   const int64_t K = g.reduce_len;
@@ -306,7 +310,7 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
     lc.rows.vred.in_strides[g.red.ndim - 1] = vec_width<in_t>();
   }
   lc.packed = lc.strategy == Strategy::kRows && lc.rows.vred.ndim == 0 &&
-              rows_packable<in_t, kPackedMaxK<in_t>>(g, in);
+              rows_packable<in_t, kPackedMaxK<Op, in_t>>(g, in);
   const int64_t target =
       int64_t(sm_count) * blocks_per_sm<Op, in_t, out_t>(lc.strategy, lc.vec_cols, lc.packed);
   const int64_t cap = target * kGridCapWaves;
@@ -364,7 +368,7 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
   return lc;
 }
 
-// packed_rows_kernel for K = 2, 4, ..., 64, at most kMaxK (rows_packable<in_t, kMaxK>).
+// packed_rows_kernel for K = 2, 4, ..., 128, at most kMaxK (rows_packable<in_t, kMaxK>).
 template <class Op, int kMaxK, class in_t, class out_t>
 void run_packed(const Geometry& g, const in_t* in, out_t* out, int64_t nvec, dim3 grid,
                 dim3 block, cudaStream_t stream) {
@@ -379,7 +383,8 @@ void run_packed(const Geometry& g, const in_t* in, out_t* out, int64_t nvec, dim
     case 8: packed(std::integral_constant<int, 8>{}); break;
     case 16: packed(std::integral_constant<int, 16>{}); break;
     case 32: packed(std::integral_constant<int, 32>{}); break;
-    default: packed(std::integral_constant<int, 64>{}); break;
+    case 64: packed(std::integral_constant<int, 64>{}); break;
+    default: packed(std::integral_constant<int, 128>{}); break;
   }
 }
 
@@ -387,7 +392,7 @@ template <class Op, class in_t, class out_t>
 void run_launch(const Launch& lc, const Geometry& g, const in_t* in, out_t* out,
                 typename Op::acc_t* partials, unsigned* counters, cudaStream_t stream) {
   if (lc.packed) {
-    run_packed<Op, kPackedMaxK<in_t>>(g, in, out, lc.packed_vecs, lc.grid, lc.block, stream);
+    run_packed<Op, kPackedMaxK<Op, in_t>>(g, in, out, lc.packed_vecs, lc.grid, lc.block, stream);
     return;
   }
   switch (lc.strategy) {

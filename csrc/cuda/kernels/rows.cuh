@@ -13,7 +13,7 @@
 // fill the GPU, each row is also split along K over gridDim.y blocks, which combine through
 // arrive_last() in the same launch.
 //
-// packed_rows_kernel: short rows back to back (K a power of two up to 8 V, a template
+// packed_rows_kernel: short rows back to back (K a power of two up to 16 V, a template
 // parameter) as one flat stream of vectors: where a 16-byte vector holds V / K whole rows, each
 // thread reduces its vectors' rows in registers and stores each vector's results at once, with
 // no cross-thread step at all; where a row spans R = K / V vectors, R neighbouring lanes hold it
@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(kRowsBlock, 4)
   }
 }
 
-// Rows of kK elements back to back (kK a power of two, 2 <= kK <= 8 V), the input 16-byte
+// Rows of kK elements back to back (kK a power of two, 2 <= kK <= 16 V), the input 16-byte
 // aligned and the output contiguous, read as one flat stream of 16-byte vectors (kUnroll in
 // flight per thread, a grid stride apart).
 // - kK <= V: vector i holds rows i*P .. i*P+P-1 (P = V / kK), and their P results leave in one
