@@ -681,7 +681,16 @@ __device__ __noinline__ Merged<acc_t, kVec> merge_tile_splits(const acc_t* slots
   return m;
 }
 
-// Three blocks per SM (at most 85 registers) keep enough loads in flight.
+// Resident blocks per SM that canon_kernel is compiled for (at most 64 registers for four, 80
+// for three): the latency kernel two; column kernels (kVec outputs per thread) four, except
+// float32 quads, whose loop spills at 64 registers and measured slower with four ((2097152, 32)
+// over dim 0: 87.5 -> 92.5 µs; NOTES step 77); the rest three.
+template <class in_t>
+constexpr int canon_min_blocks(int vec, bool lat) {
+  return lat ? 2 : vec > 1 && !(sizeof(in_t) == 4 && vec == 4) ? 4 : 3;
+}
+
+// canon_min_blocks(kVec, kLat) resident blocks per SM (above) keep enough loads in flight.
 //
 // kStage (kVec > 1): columns whose reduced element's row is exactly a thread's kVec outputs
 // (cfg.step = kVec) stage each warp's whole, aligned leaves (fold_leaf_staged with kCols =
@@ -699,15 +708,6 @@ __device__ __noinline__ Merged<acc_t, kVec> merge_tile_splits(const acc_t* slots
 // for their bytes on an mbarrier and merges them, in place of the partials in global memory
 // and the atomic arrival (merge_tile_splits). The same nodes and the same tree: the bits do not
 // change.
-// Resident blocks per SM that canon_kernel is compiled for (at most 64 registers for four, 80
-// for three): the latency kernel two; column kernels (kVec outputs per thread) four, except
-// float32 quads, whose loop spills at 64 registers and measured slower with four ((2097152, 32)
-// over dim 0: 87.5 -> 92.5 µs; NOTES step 77); the rest three.
-template <class in_t>
-constexpr int canon_min_blocks(int vec, bool lat) {
-  return lat ? 2 : vec > 1 && !(sizeof(in_t) == 4 && vec == 4) ? 4 : 3;
-}
-
 template <class Op, class in_t, class out_t, int kVec, int kPer = 1, bool kLat = false,
           bool kStage = false>
 __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kLat))
