@@ -75,7 +75,7 @@ struct WideSumOp {
   static constexpr bool kNeedsIndex = false;
   static constexpr bool kCanonical = true;  // leaves folded in order (the CPU checks it)
   // reduce(acc, v) is combine(acc, v as a double): a kernel may widen a narrower input straight
-  // to double (canon_fold, common.cuh), which gives the same exact value.
+  // to double (fold, common.cuh), which gives the same exact value.
   static constexpr bool kWidens = true;
   TR_HD static acc_t identity() { return 0.0; }
   TR_HD static acc_t reduce(acc_t acc, T v) { return acc + static_cast<double>(v); }

@@ -445,6 +445,47 @@ def test_cuda_column_staging_bits(shape, dims, staged, dtype, monkeypatch):
         assert_bits(torch.ops.treduce.sum(vc, dims), torch.ops.treduce.sum(v, dims), f"x[{k}:]")
 
 
+def kernel_grids(fn):
+    """(name, grid) of each CUDA kernel that fn() launches (the profiler's Chrome trace)."""
+    import json
+    import tempfile
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as d:
+        path = f"{d}/trace.json"
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    return [(e["name"], tuple(e["args"]["grid"])) for e in events
+            if e.get("cat") == "kernel" and "grid" in e.get("args", {})]
+
+
+def test_cuda_column_tiles_split_for_whole_waves(monkeypatch):
+    """Columns with a wave or more of tiles: the planner cuts each tile's rounds into one-round
+    splits where those fill the waves better (launch.cuh, NOTES step 82). (32, 2048, 1024) over
+    dim 1 with 16 output lanes: 512 tiles of 2 rounds, on an H200 (396 resident blocks of the
+    float32 column kernel) 512 x 2 blocks of one round. The bits are the CPU's either way."""
+    shape, dims = (32, 2048, 1024), [1]
+    n = math.prod(shape)
+    x = cancel_data(n, seed=5).reshape(shape)
+    want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
+    xc = x.cuda()
+    assert_bits(torch.ops.treduce.sum(xc, dims), want, "default")
+    monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "y=16")
+    assert_bits(torch.ops.treduce.sum(xc, dims), want, "y=16")
+    assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean y=16")
+    grids = [g for m, g in kernel_grids(lambda: torch.ops.treduce.sum(xc, dims))
+             if "canon_kernel<" in m]
+    props = torch.cuda.get_device_properties(0)
+    if props.multi_processor_count == 132:  # an H200 or H100 SXM: 396 resident blocks
+        assert grids == [(512, 2, 1)], grids
+    else:
+        assert len(grids) == 1 and grids[0][0] == 512 and grids[0][1] in (1, 2), grids
+
+
 def test_launch_override_is_validated(monkeypatch):
     x = torch.randn(1000, device="cuda")
     for bad in ("y=3", "y=512", "splits=0", "rounds=3", "per=3", "lat=2", "small=2", "grid=4",

@@ -81,12 +81,12 @@ __device__ __forceinline__ void fold_leaf(const in_t* __restrict__ p, const Inde
 #pragma unroll
       for (int u = 0; u < kBatch; ++u)
 #pragma unroll
-        for (int v = 0; v < kVec; ++v) a[v] = canon_fold<Op>(a[v], x[u].v[v]);
+        for (int v = 0; v < kVec; ++v) a[v] = fold<Op>(a[v], x[u].v[v]);
     }
     for (; j < n; ++j) {
       const VecT x = load_in(reinterpret_cast<const VecT*>(p + next()), load_policy<VecT>(ef));
 #pragma unroll
-      for (int v = 0; v < kVec; ++v) a[v] = canon_fold<Op>(a[v], x.v[v]);
+      for (int v = 0; v < kVec; ++v) a[v] = fold<Op>(a[v], x.v[v]);
     }
   });
 }
@@ -112,14 +112,14 @@ __device__ __forceinline__ void fold_leaf_vec(const in_t* __restrict__ p, int n,
 #pragma unroll
       for (int u = 0; u < kBatch; ++u)
 #pragma unroll
-        for (int e = 0; e < V; ++e) a = canon_fold<Op>(a, x[u].v[e]);
+        for (int e = 0; e < V; ++e) a = fold<Op>(a, x[u].v[e]);
     }
     return;
   }
   for (int v = 0; v < n / V; ++v) {
     const VecT x = load_in(vp + v, load_policy<VecT>(ef));
 #pragma unroll
-    for (int e = 0; e < V; ++e) a = canon_fold<Op>(a, x.v[e]);
+    for (int e = 0; e < V; ++e) a = fold<Op>(a, x.v[e]);
   }
 }
 
@@ -255,7 +255,7 @@ __device__ __forceinline__ void fold_leaf_staged_shifted(const Vec<in_t, 8>* bas
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
         // Static: element pos - kShift of the lane's leaf. The two-step widening (to_acc, then
-        // Op::reduce): canon_fold's direct conversion measured 2.2-2.7% slower here (NOTES step 78).
+        // Op::reduce): fold's direct conversion measured 2.2-2.7% slower here (NOTES step 78).
         const int pos = c * 8 + e;
         if (pos >= kShift && pos < kShift + kCanonLeaf)
           b = Op::reduce(b, to_acc<typename Op::value_t>(z.v[e]));
@@ -378,7 +378,7 @@ __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int la
           for (int c = 0; c < kCols; ++c)
 #pragma unroll
             for (int l = 0; l < kL; ++l)
-              a[l * kCols + c] = canon_fold<Op>(a[l * kCols + c], y[l].v[e + c]);
+              a[l * kCols + c] = fold<Op>(a[l * kCols + c], y[l].v[e + c]);
       }
       __syncwarp();  // the next phase overwrites the stage
     }
@@ -557,7 +557,7 @@ __global__ void __launch_bounds__(kPairThreads)
 #pragma unroll
       for (int h = 0; h < kNV; ++h)
 #pragma unroll
-        for (int e = 0; e < V; ++e) a = canon_fold<Op>(a, x[i][h].v[e]);
+        for (int e = 0; e < V; ++e) a = fold<Op>(a, x[i][h].v[e]);
       const int64_t o = o0 + i * stride;
       if (o < M) out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(a, K, M));
     }
@@ -1012,7 +1012,7 @@ __global__ void __launch_bounds__(kCanonThreads)
       if (n % V == 0) {
         fold_leaf_vec<Op, in_t, 16>(p + rl, n, b[l], g.evict_first);
       } else {
-        for (int j = 0; j < n; ++j) b[l] = canon_fold<Op>(b[l], p[rl + j]);
+        for (int j = 0; j < n; ++j) b[l] = fold<Op>(b[l], p[rl + j]);
       }
     }
   }

@@ -62,29 +62,20 @@ __device__ __forceinline__ out_t from_acc(acc_t v) {
     return static_cast<out_t>(v);
 }
 
-// One element x, the r-th of its output's reduced elements (logical order), into `acc`. For ops
-// without kNeedsIndex r is unused and its arithmetic disappears.
-template <class Op, class T>
-__device__ __forceinline__ typename Op::acc_t fold(typename Op::acc_t acc, T x, int64_t r) {
-  using value_t = typename Op::value_t;
-  if constexpr (Op::kNeedsIndex)
-    return Op::reduce(acc, to_acc<value_t>(x), r);
-  else
-    return Op::reduce(acc, to_acc<value_t>(x));
-}
-
 // Whether Op::reduce(acc, v) is Op::combine(acc, double(v)) (WideSumOp::kWidens).
 template <class Op, class = void>
 struct widens : std::false_type {};
 template <class Op>
 struct widens<Op, std::void_t<decltype(Op::kWidens)>> : std::bool_constant<Op::kWidens> {};
 
-// One element x into the accumulator of a canonical sum or mean: Op::reduce(acc,
-// to_acc<value_t>(x)). A float16 or bfloat16 value that a double sum widens goes to double in one
+// One element x, the r-th of its output's reduced elements (logical order), into `acc`. For ops
+// without kNeedsIndex r is unused (the canonical sums leave it out) and its arithmetic
+// disappears. A float16 or bfloat16 value that a double sum widens goes to double in one
 // conversion (F2F.F64.F16, F2F.F64.BF16) instead of two instructions (HADD2.F32 or a shift, then
 // F2F.F64.F32): the same exact value, so the same sum.
 template <class Op, class T>
-__device__ __forceinline__ typename Op::acc_t canon_fold(typename Op::acc_t acc, T x) {
+__device__ __forceinline__ typename Op::acc_t fold(typename Op::acc_t acc, T x, int64_t r = 0) {
+  using value_t = typename Op::value_t;
   constexpr bool k16 = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
   if constexpr (k16 && widens<Op>::value && std::is_same_v<typename Op::acc_t, double>) {
     double d;
@@ -93,8 +84,10 @@ __device__ __forceinline__ typename Op::acc_t canon_fold(typename Op::acc_t acc,
     else
       asm("cvt.f64.bf16 %0, %1;" : "=d"(d) : "h"(__bfloat16_as_ushort(x)));
     return Op::combine(acc, d);
+  } else if constexpr (Op::kNeedsIndex) {
+    return Op::reduce(acc, to_acc<value_t>(x), r);
   } else {
-    return Op::reduce(acc, to_acc<typename Op::value_t>(x));
+    return Op::reduce(acc, to_acc<value_t>(x));
   }
 }
 

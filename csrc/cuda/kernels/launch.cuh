@@ -619,9 +619,34 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     // coalesced and merges them in registers (step 39): full float32 sums 2^30 took 1042 µs
     // with the 16 rounds per split of the rule below, 1022 with 4 (NOTES step 40).
     const bool one_lane = lc.vec == 1 && X == 1;
+    // Columns with a wave or more of tiles: each tile cut into splits of a power-of-two run of
+    // rounds, one block each, where the smaller units fill the waves enough better to pay for
+    // the split nodes' stores and merge (measured as 6% of the time: (64, 4096, 1024) over dim 1
+    // at two splits of two rounds per tile took 284.6 µs against 270.4 unsplit, the same rounds
+    // in whole waves). Unsplit, that shape's 1024 tiles of 4 rounds are 2.59 waves of 396 blocks,
+    // 12 rounds for the busiest SM slot; 4096 blocks of one round are 11 rounds: 257.0 µs
+    // (NOTES step 82).
+    int64_t fine_rps = 0;
+    if (lc.vec > 1 && ov.splits == 0 && ov.rounds == 0 && blocks == 1 && countable &&
+        c.tiles >= target) {
+      const int64_t gx = std::min(c.tiles, target * kGridCapWaves);
+      int64_t best = ceil_div(gx, target) * ceil_div(c.tiles, gx) * c.rounds * 100;
+      for (int64_t r = 1; r < c.rounds; r *= 2) {
+        const int64_t s = ceil_div(c.rounds, r);
+        if (c.tiles * s > (int64_t(1) << 16)) continue;
+        const int64_t cost = ceil_div(c.tiles * s, target) * r * 106;
+        if (cost < best) {
+          best = cost;
+          fine_rps = r;
+        }
+      }
+      if (fine_rps > 0) blocks = ceil_div(c.rounds, fine_rps);
+    }
     int64_t rps = 1;
     if (ov.rounds > 0 && countable)
       rps = ov.rounds;
+    else if (fine_rps > 0)
+      rps = fine_rps;
     else if (blocks > 1)
       while (rps * 2 * blocks * 8 <= c.rounds && !(one_lane && rps >= 4)) rps *= 2;
     else
