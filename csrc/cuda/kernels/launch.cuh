@@ -621,11 +621,12 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     const bool one_lane = lc.vec == 1 && X == 1;
     // Columns with a wave or more of tiles: each tile cut into splits of a power-of-two run of
     // rounds, one block each, where the smaller units fill the waves enough better to pay for
-    // the split nodes' stores and merge (measured as 6% of the time: (64, 4096, 1024) over dim 1
-    // at two splits of two rounds per tile took 284.6 µs against 270.4 unsplit, the same rounds
-    // in whole waves). Unsplit, that shape's 1024 tiles of 4 rounds are 2.59 waves of 396 blocks,
-    // 12 rounds for the busiest SM slot; 4096 blocks of one round are 11 rounds: 257.0 µs
-    // (NOTES step 82).
+    // the split nodes' stores and merge, costed at 6% (measured 5.3%: (64, 4096, 1024) over dim
+    // 1 at two splits of two rounds per 16-lane tile took 284.6 µs against 270.4 unsplit, the
+    // same rounds in whole waves). Unsplit, that shape's 1024 tiles of 4 rounds are 2.59 waves of
+    // 396 blocks, 12 rounds for the busiest SM slot; 4096 blocks of one round are 11 rounds:
+    // 257.0 µs forced, 260.2 as the lane loop below takes it (8 lanes, 2 splits: the fewest
+    // split nodes among the shapes of 11 rounds) (NOTES step 82).
     int64_t fine_rps = 0;
     if (lc.vec > 1 && ov.splits == 0 && ov.rounds == 0 && blocks == 1 && countable &&
         c.tiles >= target) {
