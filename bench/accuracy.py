@@ -3,7 +3,9 @@
     python bench/accuracy.py --out DIR [--log2n 28]
 
 For D1-D4 at N = 2^log2n (float32, on the GPU): the error of torch_reduce.sum and of torch.sum in
-float32 ulps of the exact sum, and whether each is fl32(exact); the mean's error. Then
+float32 ulps of the exact sum, and whether each is fl32(exact); the mean's error. The same data
+in float16 and bfloat16: the 16-bit results' errors against torch's, and the float32 results'
+(`dtype=torch.float32`). Then
 reproducibility of torch_reduce.sum's bits (yes/no) over 100 runs, forced launch
 configurations, misaligned views, layouts, and CPU against CUDA. Writes DIR/accuracy.md and
 DIR/accuracy.json and prints the tables.
@@ -83,6 +85,54 @@ def accuracy(log2n: int, device: str = "cuda") -> list[dict]:
     return rows
 
 
+HALF_MANT = {torch.float16: 10, torch.bfloat16: 7}  # stored significand bits
+
+
+def ulps_of(value: float, exact: float, mant: int) -> float:
+    """(value - exact) in ulps, at the exact sum, of a binary type with `mant` stored bits."""
+    if exact == 0 or not math.isfinite(value):
+        return 0.0 if value == exact else math.inf
+    return (value - exact) / 2.0 ** (math.floor(math.log2(abs(exact))) - mant)
+
+
+def half_accuracy(log2n: int, device: str = "cuda") -> list[dict]:
+    """D1-D4 in float16 and bfloat16 (issue 4: a 16-bit result never worse than torch's, a
+    float32 result (`dtype=torch.float32`) correctly rounded). float16 data are scaled by 2^-k,
+    k the least that keeps the exact sum below 2^12, so that the 16-bit results stay finite.
+    One row per data set and dtype; tests/test_numerics_cuda.py asserts `ours16_ok` (equal to
+    fl16(exact), or no farther from it than torch's) and `ours32_correct` on every row."""
+    n = 1 << log2n
+    rows = []
+    for dtype in (torch.bfloat16, torch.float16):
+        mant = HALF_MANT[dtype]
+        for name, x in data_sets(n, device).items():
+            k = 0
+            if dtype == torch.float16:
+                k = max(0, math.ceil(math.log2(abs(x.double().sum().item()))) - 12)
+            h = (x * 2.0 ** -k).to(dtype)
+            del x
+            exact = exact_sum(h)
+            want16 = torch.tensor(exact, dtype=torch.float64).to(dtype).item()
+            ours16 = torch_reduce.sum(h).item()
+            torch16 = torch.sum(h).item()
+            ours32 = torch_reduce.sum(h, dtype=torch.float32).item()
+            torch32 = torch.sum(h, dtype=torch.float32).item()
+            rows.append({
+                "data": name, "dtype": str(dtype).replace("torch.", ""), "n": n, "scale_log2": -k,
+                "exact": exact,
+                "ours16": ours16, "ours16_ulps": ulps_of(ours16, exact, mant),
+                "torch16": torch16, "torch16_ulps": ulps_of(torch16, exact, mant),
+                "ours16_correct": ours16 == want16, "torch16_correct": torch16 == want16,
+                "ours16_ok": ours16 == want16 or abs(ours16 - exact) <= abs(torch16 - exact),
+                "ours32_ulps": ulps(ours32, exact), "torch32_ulps": ulps(torch32, exact),
+                "ours32_correct": ours32 == float(np.float32(exact)),
+            })
+            del h
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return rows
+
+
 def bits(t: torch.Tensor) -> torch.Tensor:
     return t.detach().cpu().contiguous().view(torch.int32)
 
@@ -143,6 +193,21 @@ def reproducibility() -> list[dict]:
     return rows
 
 
+def half_markdown(half: list[dict]) -> str:
+    yn = {True: "yes", False: "NO"}
+    lines = ["| data (N = 2^%d) | dtype | treduce.sum error (16-bit ulps) | torch.sum error | "
+             "treduce = fl16(exact) | torch = fl16(exact) | treduce.sum(dtype=float32) error "
+             "(float32 ulps) | torch's | treduce = fl32(exact) |" % int(math.log2(half[0]["n"])),
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in half:
+        scale = f" × 2^{r['scale_log2']}" if r["scale_log2"] else ""
+        lines.append(f"| {r['data']}{scale} | {r['dtype']} | {r['ours16_ulps']:+.3f} | "
+                     f"{r['torch16_ulps']:+.3f} | {yn[r['ours16_correct']]} | "
+                     f"{yn[r['torch16_correct']]} | {r['ours32_ulps']:+.2f} | "
+                     f"{r['torch32_ulps']:+.2f} | {yn[r['ours32_correct']]} |")
+    return "\n".join(lines)
+
+
 def markdown(acc: list[dict], rep: list[dict]) -> str:
     lines = ["| data (float32, N = 2^%d) | treduce.sum error (ulps) | torch.sum error (ulps) | "
              "treduce = fl32(exact) | treduce.mean error (ulps) |" % int(math.log2(acc[0]["n"])),
@@ -164,12 +229,13 @@ def main() -> None:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     acc = accuracy(args.log2n)
+    half = half_accuracy(args.log2n)
     rep = reproducibility()
-    md = markdown(acc, rep)
+    md = markdown(acc, rep) + "\n\n" + half_markdown(half)
     (args.out / "accuracy.md").write_text(
         f"# Accuracy and reproducibility (H200, {torch.cuda.get_device_name()})\n\n{md}\n")
-    (args.out / "accuracy.json").write_text(json.dumps({"accuracy": acc, "reproducibility": rep},
-                                                       indent=1))
+    (args.out / "accuracy.json").write_text(json.dumps(
+        {"accuracy": acc, "half": half, "reproducibility": rep}, indent=1))
     print(md)
 
 
