@@ -88,11 +88,16 @@ def accuracy(log2n: int, device: str = "cuda") -> list[dict]:
 HALF_MANT = {torch.float16: 10, torch.bfloat16: 7}  # stored significand bits
 
 
+def ulp_at(x: float, mant: int) -> float:
+    """The ulp of a binary type with `mant` stored significand bits in x's binade (x != 0)."""
+    return 2.0 ** (math.floor(math.log2(abs(x))) - mant)
+
+
 def ulps_of(value: float, exact: float, mant: int) -> float:
     """(value - exact) in ulps, at the exact sum, of a binary type with `mant` stored bits."""
     if exact == 0 or not math.isfinite(value):
         return 0.0 if value == exact else math.inf
-    return (value - exact) / 2.0 ** (math.floor(math.log2(abs(exact))) - mant)
+    return (value - exact) / ulp_at(exact, mant)
 
 
 def round_to(exact: float, mant: int) -> float:
@@ -100,7 +105,7 @@ def round_to(exact: float, mant: int) -> float:
     reference fl16(exact) (torch's float64 -> bfloat16 conversion goes through float32)."""
     if exact == 0:
         return 0.0
-    ulp = 2.0 ** (math.floor(math.log2(abs(exact))) - mant)
+    ulp = ulp_at(exact, mant)
     return round(exact / ulp) * ulp  # exact / ulp is exact; round() ties to even
 
 
