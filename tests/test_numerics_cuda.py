@@ -343,7 +343,10 @@ def is_small_kernel(name):
 # there are more than a third as many outputs as SMs; more outputs of fewer leaves, more
 # leaves, misaligned starts, rows whose kept stride is not a multiple of 16 bytes, steps and
 # several reduced dims do not (small=1 forces it wherever the layout allows: up to 256 or 512
-# leaves, any number of outputs).
+# leaves, any number of outputs). Longer outputs of that layout run in chunks of one block's
+# leaves (16384 elements, 32768 for 1- and 2-byte inputs), one block per chunk, where there
+# are at least 16 chunks per SM, and wherever small=1: partial last chunks, merges of 3 to 301
+# chunk nodes (two per merging thread), several outputs.
 SMALL_CASES = [((1,), None, None), ((17,), None, None), ((64,), None, None),
                ((1000,), None, None), ((1024,), None, None), ((4096 + 3,), None, None),
                ((8192,), None, None), ((8192 + 64,), None, None), ((16384,), None, None),
@@ -353,7 +356,8 @@ SMALL_CASES = [((1,), None, None), ((17,), None, None), ((64,), None, None),
                ((8, 2048), [1], "x[:, ::2]"), ((4, 8, 256), [0, 2], None),
                ((32768,), None, None), ((4, 32768), [1], None), ((3, 20000), [1], None),
                ((32768 + 1,), None, None), ((2, 24576 + 8), [1], None),
-               ((64, 16384 + 64), [1], None)]
+               ((64, 16384 + 64), [1], None), ((100003,), None, None),
+               ((3, 40000 + 64), [1], None), ((16384 * 300 + 5,), None, None)]
 SMALL_VIEWS = {None: lambda x: x, "x[1:]": lambda x: x[1:], "x[:, 1:]": lambda x: x[:, 1:],
                "x[:, ::2]": lambda x: x[:, ::2]}
 
@@ -376,10 +380,13 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     m = xc.numel() // k
     one_run = view is None and (dims is None or (len(dims) == 1 and dims[0] == xc.dim() - 1))
     most = 16384 * (2 if dtype.itemsize <= 2 else 1)  # two leaves per thread: 1-, 2-byte
-    eligible = (one_run and k <= most and xc.data_ptr() % 16 == 0 and
+    eligible = (one_run and xc.data_ptr() % 16 == 0 and  # (longer ones in chunks of `most`)
                 (m == 1 or xc.stride(0) * xc.element_size() % 16 == 0))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    if k > 16384:  # two leaves per thread: where each output would get at most two SMs
+    if k > most:  # chunks: at least 16 per SM, not for float32 full sums
+        default = (eligible and (dtype.itemsize != 4 or m > 1) and
+                   m * -(-k // most) >= 16 * sms)
+    elif k > 16384:  # two leaves per thread: where each output would get at most two SMs
         default = eligible and 3 * m > sms
     else:
         default = eligible and (m <= sms or -(-k // 64) >= 64)
@@ -397,6 +404,25 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "small=1")
     names = kernels_run(lambda: torch.ops.treduce.sum(xc, dims))
     assert any(map(is_small_kernel, names)) == eligible, names
+
+
+@pytest.mark.parametrize("dtype,shape,chunked", [
+    (torch.bfloat16, (1 << 27,), True), (torch.float64, (3 << 24,), True),
+    (torch.float32, (512, 131072 + 64), True), (torch.float32, ((1 << 26) + 100,), False)],
+    ids=str)
+def test_cuda_large_sums_in_chunks(dtype, shape, chunked):
+    """Full sums and rows with at least 16 chunks per SM take canon_small_kernel in chunks by
+    default (launch.cuh), except float32 full sums (canon_kernel's splits), with the CPU's bits
+    either way, call after call (the counters are left at zero)."""
+    x = float_data(math.prod(shape), dtype, seed=shape[-1]).reshape(shape)
+    dims = [1] if len(shape) == 2 else None
+    want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
+    xc = x.cuda()
+    names = [m for m in kernels_run(lambda: torch.ops.treduce.sum(xc, dims)) if "canon" in m]
+    assert len(names) == 1 and is_small_kernel(names[0]) == chunked, names
+    assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean")
+    for _ in range(3):
+        assert_bits(torch.ops.treduce.sum(xc, dims), want, "sum")
 
 
 # (shape, dims, default staged): columns whose reduced element's row is exactly C = 2 or 4

@@ -157,6 +157,8 @@ struct LeafStage {
   // ... and fold_leaf_staged_shifted's and load_runs_staged's 32 rows of 9.
   static constexpr int kMergeVecs = 32 * 9;
   static constexpr int kStageVecs = std::max({kSlots, kUnalignedVecs, kMergeVecs});
+  // canon_small_kernel's dynamic stage per warp: the leaves' and the chunked merge's.
+  static constexpr int kSmallVecs = std::max(kSlots, kMergeVecs);
 };
 
 // The final merge's loads for one output lane (X = 1): lane l of a warp owns the 128-byte run of
@@ -982,17 +984,29 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
 // took 2.58 µs in a CUDA graph through the latency kernel and 1.84 through a standalone kernel
 // of this shape (NOTES step 69). kL = 2 (1- and 2-byte inputs, rows of 257-512 leaves, as
 // canon_per): bfloat16 rows of 32768 (NOTES step 75). The stage is dynamic shared memory, T / 32
-// warps of it.
+// warps of LeafStage::kSmallVecs vectors.
+//
+// Chunked (chunk > 0: longer outputs, such as large full sums): block (x, y) takes chunk x of
+// output y, elements [x * chunk, (x + 1) * chunk) with chunk = kL * kCanonThreads leaves, a
+// node of the tree, stores that node in partials[y * gridDim.x + x], and the output's last
+// block to arrive merges its gridDim.x nodes (merge_tile_splits, merge_per_thread of them per
+// thread: the split merge of canon_kernel). The same nodes and tree as canon_kernel's splits,
+// in blocks that live for one chunk: full float16 sums of 2^29 291.7 -> 265.8 µs (NOTES step
+// 90).
 template <class Op, class in_t, class out_t, int kL = 1>
 __global__ void __launch_bounds__(kCanonThreads)
-    canon_small_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g) {
+    canon_small_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
+                       typename Op::acc_t* __restrict__ partials, unsigned* __restrict__ counters,
+                       int64_t chunk, int merge_per_thread) {
   using acc_t = typename Op::acc_t;
   using Stage = LeafStage<in_t>;
   constexpr int V = vec_width<in_t>();
   __shared__ acc_t sm[kCanonThreads];
   extern __shared__ __align__(16) unsigned char small_stage[];
-  const int64_t K = g.reduce_len, o = blockIdx.x;
-  const in_t* __restrict__ p = in + g.kept.in_offset(o);
+  const int64_t o = chunk > 0 ? blockIdx.y : blockIdx.x;
+  const int64_t c0 = chunk > 0 ? int64_t(blockIdx.x) * chunk : 0;  // the chunk's first element
+  const int64_t K = chunk > 0 ? min(chunk, g.reduce_len - c0) : g.reduce_len;
+  const in_t* __restrict__ p = in + g.kept.in_offset(o) + c0;
   const int tid = threadIdx.x, lane = tid & 31;
   const auto len = [&](int64_t r0) {
     return r0 >= K ? 0 : static_cast<int>(K - r0 < kCanonLeaf ? K - r0 : kCanonLeaf);
@@ -1002,7 +1016,7 @@ __global__ void __launch_bounds__(kCanonThreads)
 #pragma unroll
   for (int l = 0; l < kL; ++l) b[l] = Op::identity();
   if (__all_sync(kFullMask, len(r0 + (kL - 1) * kCanonLeaf) == kCanonLeaf)) {
-    auto* stage = reinterpret_cast<Vec<in_t, V>*>(small_stage) + (tid >> 5) * Stage::kSlots;
+    auto* stage = reinterpret_cast<Vec<in_t, V>*>(small_stage) + (tid >> 5) * Stage::kSmallVecs;
     fold_leaf_staged<Op, in_t, 1, kL, 2>(p + r0, kCanonLeaf, lane, stage, b, g.evict_first);
   } else {
 #pragma unroll
@@ -1020,7 +1034,18 @@ __global__ void __launch_bounds__(kCanonThreads)
 #pragma unroll
   for (int l = 1; l < kL; ++l) a[0] = Op::combine(a[0], b[l]);
   tree_over_y<Op, 1>(a, 1, static_cast<int>(blockDim.x), tid, sm);
-  if (tid == 0) out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(a[0], K, g.num_outputs));
+  if (chunk == 0) {
+    if (tid == 0) out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(a[0], K, g.num_outputs));
+    return;
+  }
+  acc_t* const slots = partials + o * int64_t(gridDim.x);
+  if (tid == 0) slots[blockIdx.x] = a[0];
+  const Merged<acc_t, 1> m = merge_tile_splits<Op, 1>(
+      slots, &counters[o], 1, static_cast<int>(gridDim.x), merge_per_thread, 1,
+      static_cast<int>(blockDim.x), sm,
+      reinterpret_cast<uint4*>(small_stage) + (tid >> 5) * Stage::kSmallVecs);
+  if (m.last && tid == 0)
+    out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(m.a[0], g.reduce_len, g.num_outputs));
 }
 
 }  // namespace treduce

@@ -444,6 +444,7 @@ struct CanonLaunch {
   int vec = 1;  // outputs per thread (canon_vec() or 1)
   bool lat = false;  // canon_kernel<..., kLat = true>: clusters of cfg.splits blocks along y
   bool small = false;  // canon_small_kernel: one block of `block` threads per output
+  int64_t chunk = 0;   // ... or per chunk of this many elements of an output (grid: chunks x M)
   bool stage = false;  // columns: canon_kernel<..., kStage = true> (rows of exactly vec outputs)
   dim3 grid, block;
   int64_t partials = 0;
@@ -545,6 +546,27 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     lc.small = true;
     lc.block = dim3(static_cast<unsigned>(t));
     lc.grid = dim3(static_cast<unsigned>(M));
+    return lc;
+  }
+  // Longer outputs of the same layout in chunks of one block's leaves (canon_small_kernel with
+  // chunk > 0), where there are at least 16 chunks per SM, except float32 full sums: one call
+  // against canon_kernel's split rounds (NOTES step 90), µs: float16 / bfloat16 2^29 291.7 /
+  // 291.1 -> 265.8 / 266.5, float64 2^27 279.8 -> 267.5, rows (1024, 262144) float32 267.2 ->
+  // 250.7, bfloat16 (2048, 262144) 291.2 -> 261.9; but float32 2^28 259.6 -> 266.2 and 2^30
+  // 971.4 -> 1023.4. Forced with small=1 wherever the layout allows it.
+  if (const int64_t chunk = int64_t(kCanonThreads) * kCanonLeaf * canon_per<in_t>();
+      K > chunk && M <= std::min<int64_t>(65535, kCounterCapacity) &&
+      ceil_div(K, chunk) <= INT32_MAX && aligned_rows<in_t>(g, in) &&
+      (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 && (sizeof(in_t) != 4 || M > 1) &&
+                        M * ceil_div(K, chunk) >= 16 * int64_t(sm_count)))) {
+    const int64_t chunks = ceil_div(K, chunk);
+    lc.small = true;
+    lc.chunk = chunk;
+    lc.block = dim3(kCanonThreads);
+    lc.grid = dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(M));
+    c.merge_per_thread = static_cast<int>(next_pow2(ceil_div(chunks, int64_t(kCanonThreads))));
+    lc.partials = M * chunks;
+    lc.counters = M;
     return lc;
   }
   if (!forced && choose_strategy(g) == Strategy::kRows &&
@@ -808,16 +830,19 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
     pair_rows_kernel<Op, in_t, out_t, 4><<<lc.grid, lc.block, 0, stream>>>(in, out, g);
     return;
   }
-  if (lc.small) {  // dynamic shared memory: the stage, kSlots vectors per warp
+  if (lc.small) {  // dynamic shared memory: the stage, kSmallVecs vectors per warp
     using Slot = Vec<in_t, vec_width<in_t>()>;
-    const size_t stage = size_t(lc.block.x / 32) * LeafStage<in_t>::kSlots * sizeof(Slot);
+    const size_t stage = size_t(lc.block.x / 32) * LeafStage<in_t>::kSmallVecs * sizeof(Slot);
+    const int merge = lc.cfg.merge_per_thread;
     if constexpr (canon_per<in_t>() == 2) {
       if (small_leaves_per_thread<in_t>(g.reduce_len) == 2) {
-        canon_small_kernel<Op, in_t, out_t, 2><<<lc.grid, lc.block, stage, stream>>>(in, out, g);
+        canon_small_kernel<Op, in_t, out_t, 2><<<lc.grid, lc.block, stage, stream>>>(
+            in, out, g, partials, counters, lc.chunk, merge);
         return;
       }
     }
-    canon_small_kernel<Op, in_t, out_t><<<lc.grid, lc.block, stage, stream>>>(in, out, g);
+    canon_small_kernel<Op, in_t, out_t><<<lc.grid, lc.block, stage, stream>>>(
+        in, out, g, partials, counters, lc.chunk, merge);
     return;
   }
   if (lc.lat) {
