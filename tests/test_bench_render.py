@@ -2,6 +2,7 @@
 behind the best peer (issue 3, goal 1) and --render."""
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -41,8 +42,11 @@ def test_render_rewrites_markdown_from_json(tmp_path):
     src = tmp_path / "results.json"
     src.write_text(json.dumps({"meta": {"gpu": "test"}, "rows": ROWS}))
     out = tmp_path / "out"
+    # bench.py imports torch_reduce: from the checkout, whether or not it is pip-installed
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     subprocess.run([sys.executable, str(ROOT / "bench" / "bench.py"), "--out", str(out),
-                    "--render", str(src)], check=True, cwd=ROOT)
+                    "--render", str(src)], check=True, cwd=ROOT, env=env)
     md = (out / "results.md").read_text()
     assert "| c | behind cub | 10.0 |" in md  # the main table
     assert "cells at ≥ 1.00× the best peer: 2 of 4" in md
