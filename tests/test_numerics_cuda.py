@@ -344,9 +344,20 @@ def is_small_kernel(name):
 # leaves, misaligned starts, rows whose kept stride is not a multiple of 16 bytes, steps and
 # several reduced dims do not (small=1 forces it wherever the layout allows: up to 256 or 512
 # leaves, any number of outputs). Longer outputs of that layout run in chunks of one block's
-# leaves (16384 elements, 32768 for 1- and 2-byte inputs), one block per chunk, where there
-# are at least 16 chunks per SM, and wherever small=1: partial last chunks, merges of 3 to 301
-# chunk nodes (two per merging thread), several outputs.
+# leaves (16384 elements, 32768 for 1- and 2-byte inputs), one block per chunk, where
+# chunks_default says so, and wherever small=1: partial last chunks, merges of 3 to 301 chunk
+# nodes (two per merging thread), several outputs.
+def chunks_default(dtype, m, chunks, sms):
+    """launch.cuh's chunks_auto: m outputs of `chunks` chunks each run in chunks by default."""
+    if m * chunks >= 16 * sms:
+        return True
+    if dtype.itemsize not in (2, 4):
+        return False
+    if m == 1:
+        return chunks >= (32 if dtype.itemsize == 4 else 128)
+    return 2 * m <= sms and m * chunks >= 128
+
+
 SMALL_CASES = [((1,), None, None), ((17,), None, None), ((64,), None, None),
                ((1000,), None, None), ((1024,), None, None), ((4096 + 3,), None, None),
                ((8192,), None, None), ((8192 + 64,), None, None), ((16384,), None, None),
@@ -383,9 +394,8 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     eligible = (one_run and xc.data_ptr() % 16 == 0 and  # (longer ones in chunks of `most`)
                 (m == 1 or xc.stride(0) * xc.element_size() % 16 == 0))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    if k > most:  # chunks: at least 16 per SM, not for float32 full sums
-        default = (eligible and (dtype.itemsize != 4 or m > 1) and
-                   m * -(-k // most) >= 16 * sms)
+    if k > most:  # chunks
+        default = eligible and chunks_default(dtype, m, -(-k // most), sms)
     elif k > 16384:  # two leaves per thread: where each output would get at most two SMs
         default = eligible and 3 * m > sms
     else:
@@ -408,12 +418,19 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
 
 @pytest.mark.parametrize("dtype,shape,chunked", [
     (torch.bfloat16, (1 << 27,), True), (torch.float64, (3 << 24,), True),
-    (torch.float32, (512, 131072 + 64), True), (torch.float32, ((1 << 26) + 100,), False)],
+    (torch.float32, (512, 131072 + 64), True), (torch.float32, ((1 << 26) + 100,), True),
+    (torch.float32, ((1 << 28) + 5,), True), (torch.float32, ((1 << 18) + 100,), False),
+    (torch.float32, (64, 65536 + 64), True), (torch.bfloat16, (8, 131072), False),
+    (torch.bfloat16, ((1 << 22) + 8,), True), (torch.float16, ((1 << 21) + 8,), False)],
     ids=str)
 def test_cuda_large_sums_in_chunks(dtype, shape, chunked):
-    """Full sums and rows with at least 16 chunks per SM take canon_small_kernel in chunks by
-    default (launch.cuh), except float32 full sums (canon_kernel's splits), with the CPU's bits
-    either way, call after call (the counters are left at zero)."""
+    """Full sums and rows take canon_small_kernel in chunks by default where launch.cuh's
+    chunks_auto says so (chunks_default here; the float32 2^28 + 5 sum merges 16385 chunk
+    nodes, 128 per merging thread), with the CPU's bits either way, call after call (the
+    counters are left at zero)."""
+    assert chunked == chunks_default(dtype, math.prod(shape) // shape[-1],
+                                     -(-shape[-1] // (16384 * (2 if dtype.itemsize <= 2 else 1))),
+                                     torch.cuda.get_device_properties(0).multi_processor_count)
     x = float_data(math.prod(shape), dtype, seed=shape[-1]).reshape(shape)
     dims = [1] if len(shape) == 2 else None
     want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
@@ -424,6 +441,44 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked):
     for _ in range(3):
         assert_bits(torch.ops.treduce.sum(xc, dims), want, "sum")
 
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16,
+                                   torch.float8_e4m3fn, torch.float64], ids=str)
+@pytest.mark.parametrize("m,k", [(1, (1 << 22) + 77), (16, 131072 + 64)], ids=["full", "rows"])
+def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
+    """Chunks of views that start off a 16-byte boundary, x[s:s + n] for s = 0..7 (rows whose
+    kept stride is a whole number of vectors keep the base's shift): canon_small_kernel<...,
+    kUnaligned = true> folds them (fold_small_unaligned: 16-bit leaves shifted, float32 and
+    8-bit leaves staged element by element; partial last chunks element by element) with the bits of the CPU's sum of the same
+    values, by default and forced (small=1), sums and means. The profiler shows the chunked
+    kernel where the planner should take it: wherever chunks_default says so, float64 only
+    aligned (it has no unaligned staging)."""
+    n = m * k
+    base = float_data(n + 8, dtype, seed=k + m)
+    base_c = base.cuda()
+    dims = [1] if m > 1 else None
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    chunks = -(-k // (16384 * (2 if dtype.itemsize <= 2 else 1)))
+    for s in range(8):
+        v = base[s:s + n].view(m, k) if m > 1 else base[s:s + n]
+        vc = base_c[s:s + n].view(m, k) if m > 1 else base_c[s:s + n]
+        want, want_mean = torch.ops.treduce.sum(v, dims), torch.ops.treduce.mean(v, dims)  # CPU
+        eligible = dtype != torch.float64 or vc.data_ptr() % 16 == 0
+        for spec in (None, "small=1"):
+            if spec is None:
+                monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
+            else:
+                monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+            if s < 3:
+                expect = eligible and (spec is not None or chunks_default(dtype, m, chunks, sms))
+                names = kernels_run(lambda: torch.ops.treduce.sum(vc, dims))
+                assert any(map(is_small_kernel, names)) == expect, (s, spec, names)
+                # canon_small_kernel<..., kUnaligned = true> exactly for chunks off a boundary
+                off = [is_small_kernel(nm) and canon_args(nm)[-1] == "true" for nm in names]
+                assert any(off) == (expect and vc.data_ptr() % 16 != 0), (s, spec, names)
+            assert_bits(torch.ops.treduce.sum(vc, dims), want, f"x[{s}:] {spec}")
+            assert_bits(torch.ops.treduce.mean(vc, dims), want_mean, f"mean x[{s}:] {spec}")
 
 # (shape, dims, default staged): columns whose reduced element's row is exactly C = 2 or 4
 # outputs, the outputs read C per thread, whose warps stage their leaves (64 rows of the C

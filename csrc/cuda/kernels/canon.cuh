@@ -157,8 +157,9 @@ struct LeafStage {
   // ... and fold_leaf_staged_shifted's and load_runs_staged's 32 rows of 9.
   static constexpr int kMergeVecs = 32 * 9;
   static constexpr int kStageVecs = std::max({kSlots, kUnalignedVecs, kMergeVecs});
-  // canon_small_kernel's dynamic stage per warp: the leaves' and the chunked merge's.
-  static constexpr int kSmallVecs = std::max(kSlots, kMergeVecs);
+  // canon_small_kernel's dynamic stage per warp: the leaves' (aligned or not) and the chunked
+  // merge's, the whole stage.
+  static constexpr int kSmallVecs = kStageVecs;
 };
 
 // The final merge's loads for one output lane (X = 1): lane l of a warp owns the 128-byte run of
@@ -972,6 +973,44 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
   }
 }
 
+// Whether canon_small_kernel<..., kL> folds whole leaves that start off a 16-byte boundary
+// (fold_small_unaligned): the chunked kernels (kL = canon_per, launch.cuh's chunks) of inputs of
+// at most 4 bytes with a float value type (launch.cuh's chunk_rows).
+template <class Op, class in_t, int kL>
+constexpr bool small_unaligned() {
+  return kL == canon_per<in_t>() && sizeof(in_t) <= 4 && sizeof(typename Op::value_t) == 4;
+}
+
+// canon_small_kernel's whole leaves that start off a 16-byte boundary, kL adjacent ones per lane,
+// the lanes' kL * kCanonLeaf elements apart (chunks of a view such as x[1:]): 16-bit leaves
+// with fold_leaves_shifted, the other inputs with fold_leaf_staged_unaligned, one leaf at a
+// time; returns the node of the lane's kL leaves. The same additions as fold_leaf. Out of line,
+// so that the aligned path keeps its registers (inlined, the 16-bit kernels spilled 20 bytes).
+// Every lane of the warp must call it.
+template <class Op, class in_t, int kL>
+__device__ __noinline__ typename Op::acc_t fold_small_unaligned(
+    const in_t* lp, int lane, Vec<in_t, vec_width<in_t>()>* stage) {
+  using acc_t = typename Op::acc_t;
+  acc_t b[kL];
+#pragma unroll
+  for (int l = 0; l < kL; ++l) b[l] = Op::identity();
+  if constexpr (small_unaligned<Op, in_t, kL>()) {
+    bool done = false;
+    if constexpr (sizeof(in_t) == 2)
+      done = fold_leaves_shifted<Op, in_t, kL>(lp, true, 0, reinterpret_cast<Vec<in_t, 8>*>(stage),
+                                               b);
+    if (!done) {  // (16-bit leaves of one shift always fold above)
+#pragma unroll 1
+      for (int l = 0; l < kL; ++l)
+        fold_leaf_staged_unaligned<Op>(lp + l * kCanonLeaf, int64_t(kL) * kCanonLeaf, lane,
+                                       reinterpret_cast<float*>(stage), b[l]);
+    }
+  }
+#pragma unroll
+  for (int l = 1; l < kL; ++l) b[0] = Op::combine(b[0], b[l]);
+  return b[0];
+}
+
 // Outputs of at most kL * kCanonThreads leaves whose K elements are one 16-byte aligned run (full
 // sums and rows of up to 16384 float32 or 32768 16-bit elements, every output's first element
 // aligned), where one block per output does all of its work: T threads (the leaves over kL
@@ -992,8 +1031,9 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
 // block to arrive merges its gridDim.x nodes (merge_tile_splits, merge_per_thread of them per
 // thread: the split merge of canon_kernel). The same nodes and tree as canon_kernel's splits,
 // in blocks that live for one chunk: full float16 sums of 2^29 291.7 -> 265.8 µs (NOTES step
-// 90).
-template <class Op, class in_t, class out_t, int kL = 1>
+// 90). kUnaligned: chunks that start off a 16-byte boundary (views such as x[1:]; launch.cuh's
+// chunk_rows), whole leaves through fold_small_unaligned, the rest element by element.
+template <class Op, class in_t, class out_t, int kL = 1, bool kUnaligned = false>
 __global__ void __launch_bounds__(kCanonThreads)
     canon_small_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
                        typename Op::acc_t* __restrict__ partials, unsigned* __restrict__ counters,
@@ -1012,27 +1052,48 @@ __global__ void __launch_bounds__(kCanonThreads)
     return r0 >= K ? 0 : static_cast<int>(K - r0 < kCanonLeaf ? K - r0 : kCanonLeaf);
   };
   const int64_t r0 = int64_t(tid) * kL * kCanonLeaf;
-  acc_t b[kL];
-#pragma unroll
-  for (int l = 0; l < kL; ++l) b[l] = Op::identity();
-  if (__all_sync(kFullMask, len(r0 + (kL - 1) * kCanonLeaf) == kCanonLeaf)) {
-    auto* stage = reinterpret_cast<Vec<in_t, V>*>(small_stage) + (tid >> 5) * Stage::kSmallVecs;
-    fold_leaf_staged<Op, in_t, 1, kL, 2>(p + r0, kCanonLeaf, lane, stage, b, g.evict_first);
-  } else {
-#pragma unroll
-    for (int l = 0; l < kL; ++l) {
-      const int64_t rl = r0 + l * kCanonLeaf;
-      const int n = len(rl);
-      if (n % V == 0) {
-        fold_leaf_vec<Op, in_t, 16>(p + rl, n, b[l], g.evict_first);
-      } else {
-        for (int j = 0; j < n; ++j) b[l] = fold<Op>(b[l], p[rl + j]);
+  acc_t a[1];
+  if constexpr (kUnaligned) {
+    // Every leaf of the block starts as `p` does, off a 16-byte boundary (chunks of a view
+    // such as x[1:]; kL * kCanonLeaf elements apart). A kernel of its own, so that the aligned
+    // one keeps its code (this path in the same kernel cost float32 full sums 4-6%: NOTES step
+    // 93).
+    if (__all_sync(kFullMask, len(r0 + (kL - 1) * kCanonLeaf) == kCanonLeaf)) {
+      auto* stage = reinterpret_cast<Vec<in_t, V>*>(small_stage) + (tid >> 5) * Stage::kSmallVecs;
+      a[0] = fold_small_unaligned<Op, in_t, kL>(p + r0, lane, stage);
+    } else {
+      a[0] = Op::identity();
+      for (int l = 0; l < kL; ++l) {
+        acc_t bl = Op::identity();
+        const int64_t rl = r0 + l * kCanonLeaf;
+        const int n = len(rl);
+        for (int j = 0; j < n; ++j) bl = fold<Op>(bl, p[rl + j]);
+        a[0] = Op::combine(a[0], bl);
       }
     }
-  }
-  acc_t a[1] = {b[0]};
+  } else {
+    acc_t b[kL];
 #pragma unroll
-  for (int l = 1; l < kL; ++l) a[0] = Op::combine(a[0], b[l]);
+    for (int l = 0; l < kL; ++l) b[l] = Op::identity();
+    if (__all_sync(kFullMask, len(r0 + (kL - 1) * kCanonLeaf) == kCanonLeaf)) {
+      auto* stage = reinterpret_cast<Vec<in_t, V>*>(small_stage) + (tid >> 5) * Stage::kSmallVecs;
+      fold_leaf_staged<Op, in_t, 1, kL, 2>(p + r0, kCanonLeaf, lane, stage, b, g.evict_first);
+    } else {
+#pragma unroll
+      for (int l = 0; l < kL; ++l) {
+        const int64_t rl = r0 + l * kCanonLeaf;
+        const int n = len(rl);
+        if (n % V == 0) {
+          fold_leaf_vec<Op, in_t, 16>(p + rl, n, b[l], g.evict_first);
+        } else {
+          for (int j = 0; j < n; ++j) b[l] = fold<Op>(b[l], p[rl + j]);
+        }
+      }
+    }
+    a[0] = b[0];
+#pragma unroll
+    for (int l = 1; l < kL; ++l) a[0] = Op::combine(a[0], b[l]);
+  }
   tree_over_y<Op, 1>(a, 1, static_cast<int>(blockDim.x), tid, sm);
   if (chunk == 0) {
     if (tid == 0) out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(a[0], K, g.num_outputs));

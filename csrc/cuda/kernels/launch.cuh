@@ -273,6 +273,17 @@ bool aligned_rows(const Geometry& g, const void* in) {
          reinterpret_cast<uintptr_t>(in) % 16 == 0 && outer_strides_whole_vectors<in_t>(g);
 }
 
+// Whether each output's K elements are one stride-1 run, every run as many elements past a
+// 16-byte boundary as the base (kept strides that are whole 16-byte vectors), for
+// canon_small_kernel's chunks: aligned_rows, or any base for the inputs whose chunks it folds
+// off a boundary (fold_small_unaligned: at most 4 bytes, a float value type).
+template <class Op, class in_t>
+bool chunk_rows(const Geometry& g, const void* in) {
+  constexpr bool kUnaligned = sizeof(in_t) <= 4 && sizeof(typename Op::value_t) == 4;
+  return g.red.ndim == 1 && g.red.in_strides[0] == 1 && outer_strides_whole_vectors<in_t>(g) &&
+         (kUnaligned || reinterpret_cast<uintptr_t>(in) % 16 == 0);
+}
+
 // Whether the column pairs' rows (innermost kept dim of stride 1, innermost reduced stride 2)
 // start on 16-byte boundaries: an aligned base, and every other kept and reduced stride a whole
 // number of vectors (canon_kernel<..., 2>'s staging).
@@ -517,6 +528,26 @@ int small_block(const Geometry& g, const void* in) {
 // a power-of-two run of rounds.
 //
 // `clusters`: the GPU has thread-block clusters (sm_90), which the latency kernel needs.
+// Where outputs longer than one block's leaves run in chunks of them by default (M outputs of
+// `chunks` chunks each; NOTES steps 90-91, GPU times with the L2 dirtied as in the bench, µs).
+// Full sums: float32 from 32 chunks (2^19 10.2 -> 8.5, 2^20 10.3 -> 9.5, 2^23 19.6 -> 16.9,
+// 2^28 265.2 -> 257.9, 2^30 1011 -> 991; 16 chunks, 2^18, 7.6 -> 8.5), 16-bit inputs from 128
+// (bfloat16 2^22 11.7 -> 11.5, 2^26 53.6 -> 48.6, 2^29 291.1 -> 266.5; 64 chunks, 2^21, 10.0 ->
+// 10.3). Rows: float32 and 16-bit from 128 chunks where there are at most half as many outputs
+// as SMs ((64, 65536) float32 13.4 -> 12.7, bfloat16 11.3 -> 11.0; (32, 2^20) float32 47.7 ->
+// 43.9; but (8, 131072), 64 and 32 chunks, 8.4 -> 8.9 and 7.8 -> 9.0), and every dtype from 16
+// chunks per SM (rows (1024, 262144) float32 267.2 -> 250.7; bfloat16 (256, 65536), 512
+// chunks, 19.4 -> 20.5). float64 (2^24-2^26 equal) and 1-byte inputs only from 16 per SM.
+template <class in_t>
+bool chunks_auto(int64_t M, int64_t chunks, int sm_count) {
+  constexpr bool measured = sizeof(in_t) == 4 || sizeof(in_t) == 2;
+  const int64_t total = M * chunks;
+  if (total >= 16 * int64_t(sm_count)) return true;
+  if (!measured) return false;
+  if (M == 1) return total >= (sizeof(in_t) == 4 ? 32 : 128);
+  return 2 * M <= sm_count && total >= 128;
+}
+
 template <class Op, class in_t, class out_t>
 CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const CanonOverride& ov,
                        bool clusters) {
@@ -549,16 +580,12 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     return lc;
   }
   // Longer outputs of the same layout in chunks of one block's leaves (canon_small_kernel with
-  // chunk > 0), where there are at least 16 chunks per SM, except float32 full sums: one call
-  // against canon_kernel's split rounds (NOTES step 90), µs: float16 / bfloat16 2^29 291.7 /
-  // 291.1 -> 265.8 / 266.5, float64 2^27 279.8 -> 267.5, rows (1024, 262144) float32 267.2 ->
-  // 250.7, bfloat16 (2048, 262144) 291.2 -> 261.9; but float32 2^28 259.6 -> 266.2 and 2^30
-  // 971.4 -> 1023.4. Forced with small=1 wherever the layout allows it.
+  // chunk > 0) where chunks_auto says so; forced with small=1 wherever the layout allows it.
   if (const int64_t chunk = int64_t(kCanonThreads) * kCanonLeaf * canon_per<in_t>();
       K > chunk && M <= std::min<int64_t>(65535, kCounterCapacity) &&
-      ceil_div(K, chunk) <= INT32_MAX && aligned_rows<in_t>(g, in) &&
-      (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 && (sizeof(in_t) != 4 || M > 1) &&
-                        M * ceil_div(K, chunk) >= 16 * int64_t(sm_count)))) {
+      ceil_div(K, chunk) <= INT32_MAX && chunk_rows<Op, in_t>(g, in) &&
+      (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 &&
+                        chunks_auto<in_t>(M, ceil_div(K, chunk), sm_count)))) {
     const int64_t chunks = ceil_div(K, chunk);
     lc.small = true;
     lc.chunk = chunk;
@@ -834,7 +861,15 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
     using Slot = Vec<in_t, vec_width<in_t>()>;
     const size_t stage = size_t(lc.block.x / 32) * LeafStage<in_t>::kSmallVecs * sizeof(Slot);
     const int merge = lc.cfg.merge_per_thread;
-    if constexpr (canon_per<in_t>() == 2) {
+    constexpr int kL = canon_per<in_t>();  // the chunks' (and long small outputs') leaves per thread
+    if constexpr (small_unaligned<Op, in_t, kL>()) {
+      if (lc.chunk > 0 && reinterpret_cast<uintptr_t>(in) % 16 != 0) {  // chunk_rows: one shift
+        canon_small_kernel<Op, in_t, out_t, kL, true><<<lc.grid, lc.block, stage, stream>>>(
+            in, out, g, partials, counters, lc.chunk, merge);
+        return;
+      }
+    }
+    if constexpr (kL == 2) {
       if (small_leaves_per_thread<in_t>(g.reduce_len) == 2) {
         canon_small_kernel<Op, in_t, out_t, 2><<<lc.grid, lc.block, stage, stream>>>(
             in, out, g, partials, counters, lc.chunk, merge);
