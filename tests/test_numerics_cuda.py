@@ -450,10 +450,10 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
     """Chunks of views that start off a 16-byte boundary, x[s:s + n] for s = 0..7 (rows whose
     kept stride is a whole number of vectors keep the base's shift): canon_small_kernel<...,
     kUnaligned = true> folds them (fold_small_unaligned: 16-bit leaves shifted, float32 and
-    8-bit leaves staged element by element; partial last chunks element by element) with the bits of the CPU's sum of the same
-    values, by default and forced (small=1), sums and means. The profiler shows the chunked
-    kernel where the planner should take it: wherever chunks_default says so, float64 only
-    aligned (it has no unaligned staging)."""
+    8-bit leaves staged element by element; partial last chunks element by element) with the
+    bits of the CPU's sum of the same values, by default and forced (small=1), sums and means.
+    The profiler shows the chunked kernel where the planner should take it: wherever
+    chunks_default says so, float64 only aligned (it has no unaligned staging)."""
     n = m * k
     base = float_data(n + 8, dtype, seed=k + m)
     base_c = base.cuda()

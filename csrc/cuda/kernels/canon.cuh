@@ -984,9 +984,9 @@ constexpr bool small_unaligned() {
 // canon_small_kernel's whole leaves that start off a 16-byte boundary, kL adjacent ones per lane,
 // the lanes' kL * kCanonLeaf elements apart (chunks of a view such as x[1:]): 16-bit leaves
 // with fold_leaves_shifted, the other inputs with fold_leaf_staged_unaligned, one leaf at a
-// time; returns the node of the lane's kL leaves. The same additions as fold_leaf. Out of line,
-// so that the aligned path keeps its registers (inlined, the 16-bit kernels spilled 20 bytes).
-// Every lane of the warp must call it.
+// time; returns the node of the lane's kL leaves. The same additions as fold_leaf. Out of line:
+// inlined into the kernel that also had the aligned path, the 16-bit kernels spilled 20 bytes
+// (NOTES step 93). Every lane of the warp must call it.
 template <class Op, class in_t, int kL>
 __device__ __noinline__ typename Op::acc_t fold_small_unaligned(
     const in_t* lp, int lane, Vec<in_t, vec_width<in_t>()>* stage) {
@@ -1056,8 +1056,8 @@ __global__ void __launch_bounds__(kCanonThreads)
   if constexpr (kUnaligned) {
     // Every leaf of the block starts as `p` does, off a 16-byte boundary (chunks of a view
     // such as x[1:]; kL * kCanonLeaf elements apart). A kernel of its own, so that the aligned
-    // one keeps its code (this path in the same kernel cost float32 full sums 4-6%: NOTES step
-    // 93).
+    // one keeps its code (this path in the same kernel cost float32 full sums 3.6-6%: NOTES
+    // step 93).
     if (__all_sync(kFullMask, len(r0 + (kL - 1) * kCanonLeaf) == kCanonLeaf)) {
       auto* stage = reinterpret_cast<Vec<in_t, V>*>(small_stage) + (tid >> 5) * Stage::kSmallVecs;
       a[0] = fold_small_unaligned<Op, in_t, kL>(p + r0, lane, stage);

@@ -522,15 +522,9 @@ int small_block(const Geometry& g, const void* in) {
   return static_cast<int>(std::max<int64_t>(32, next_pow2(ceil_div(K, kCanonLeaf * per))));
 }
 
-// Block shape: each output gets as many leaf lanes as it has leaves (up to the whole block), and
-// column layouts put at least up to 32 output lanes side by side (each reading kVec neighbouring
-// outputs). Then the splits, as for the other kernels, rounded so that each split is
-// a power-of-two run of rounds.
-//
-// `clusters`: the GPU has thread-block clusters (sm_90), which the latency kernel needs.
 // Where outputs longer than one block's leaves run in chunks of them by default (M outputs of
-// `chunks` chunks each; NOTES steps 90-91, GPU times with the L2 dirtied as in the bench, µs).
-// Full sums: float32 from 32 chunks (2^19 10.2 -> 8.5, 2^20 10.3 -> 9.5, 2^23 19.6 -> 16.9,
+// `chunks` chunks each; NOTES steps 90 and 92, GPU times with the L2 dirtied as in the bench,
+// µs). Full sums: float32 from 32 chunks (2^19 10.2 -> 8.5, 2^20 10.3 -> 9.5, 2^23 19.6 -> 16.9,
 // 2^28 265.2 -> 257.9, 2^30 1011 -> 991; 16 chunks, 2^18, 7.6 -> 8.5), 16-bit inputs from 128
 // (bfloat16 2^22 11.7 -> 11.5, 2^26 53.6 -> 48.6, 2^29 291.1 -> 266.5; 64 chunks, 2^21, 10.0 ->
 // 10.3). Rows: float32 and 16-bit from 128 chunks where there are at most half as many outputs
@@ -548,6 +542,12 @@ bool chunks_auto(int64_t M, int64_t chunks, int sm_count) {
   return 2 * M <= sm_count && total >= 128;
 }
 
+// Block shape: each output gets as many leaf lanes as it has leaves (up to the whole block), and
+// column layouts put at least up to 32 output lanes side by side (each reading kVec neighbouring
+// outputs). Then the splits, as for the other kernels, rounded so that each split is
+// a power-of-two run of rounds.
+//
+// `clusters`: the GPU has thread-block clusters (sm_90), which the latency kernel needs.
 template <class Op, class in_t, class out_t>
 CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const CanonOverride& ov,
                        bool clusters) {
@@ -861,7 +861,7 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
     using Slot = Vec<in_t, vec_width<in_t>()>;
     const size_t stage = size_t(lc.block.x / 32) * LeafStage<in_t>::kSmallVecs * sizeof(Slot);
     const int merge = lc.cfg.merge_per_thread;
-    constexpr int kL = canon_per<in_t>();  // the chunks' (and long small outputs') leaves per thread
+    constexpr int kL = canon_per<in_t>();  // leaves per thread of chunks and long small outputs
     if constexpr (small_unaligned<Op, in_t, kL>()) {
       if (lc.chunk > 0 && reinterpret_cast<uintptr_t>(in) % 16 != 0) {  // chunk_rows: one shift
         canon_small_kernel<Op, in_t, out_t, kL, true><<<lc.grid, lc.block, stage, stream>>>(
