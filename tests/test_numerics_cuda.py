@@ -347,8 +347,15 @@ def is_small_kernel(name):
 # leaves (16384 elements, 32768 for 1- and 2-byte inputs), one block per chunk, where
 # chunks_default says so, and wherever small=1: partial last chunks, merges of 3 to 301 chunk
 # nodes (two per merging thread), several outputs.
-def chunks_default(dtype, m, chunks, sms):
-    """launch.cuh's chunks_auto: m outputs of `chunks` chunks each run in chunks by default."""
+def chunk_len(dtype):
+    """Elements per chunk (and most per small-kernel output): 256 leaves, two per thread for 1-
+    and 2-byte inputs."""
+    return 16384 * (2 if dtype.itemsize <= 2 else 1)
+
+
+def chunks_default(dtype, m, k, sms):
+    """launch.cuh's chunks_auto: m outputs of k elements run in chunks by default."""
+    chunks = -(-k // chunk_len(dtype))
     if m * chunks >= 16 * sms:
         return True
     if dtype.itemsize not in (2, 4):
@@ -390,12 +397,12 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     k = xc.shape[-1] if dims else xc.numel()
     m = xc.numel() // k
     one_run = view is None and (dims is None or (len(dims) == 1 and dims[0] == xc.dim() - 1))
-    most = 16384 * (2 if dtype.itemsize <= 2 else 1)  # two leaves per thread: 1-, 2-byte
+    most = chunk_len(dtype)
     eligible = (one_run and xc.data_ptr() % 16 == 0 and  # (longer ones in chunks of `most`)
                 (m == 1 or xc.stride(0) * xc.element_size() % 16 == 0))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if k > most:  # chunks
-        default = eligible and chunks_default(dtype, m, -(-k // most), sms)
+        default = eligible and chunks_default(dtype, m, k, sms)
     elif k > 16384:  # two leaves per thread: where each output would get at most two SMs
         default = eligible and 3 * m > sms
     else:
@@ -428,8 +435,7 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked):
     chunks_auto says so (chunks_default here; the float32 2^28 + 5 sum merges 16385 chunk
     nodes, 128 per merging thread), with the CPU's bits either way, call after call (the
     counters are left at zero)."""
-    assert chunked == chunks_default(dtype, math.prod(shape) // shape[-1],
-                                     -(-shape[-1] // (16384 * (2 if dtype.itemsize <= 2 else 1))),
+    assert chunked == chunks_default(dtype, math.prod(shape) // shape[-1], shape[-1],
                                      torch.cuda.get_device_properties(0).multi_processor_count)
     x = float_data(math.prod(shape), dtype, seed=shape[-1]).reshape(shape)
     dims = [1] if len(shape) == 2 else None
@@ -440,7 +446,6 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked):
     assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean")
     for _ in range(3):
         assert_bits(torch.ops.treduce.sum(xc, dims), want, "sum")
-
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16,
@@ -459,7 +464,6 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
     base_c = base.cuda()
     dims = [1] if m > 1 else None
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    chunks = -(-k // (16384 * (2 if dtype.itemsize <= 2 else 1)))
     for s in range(8):
         v = base[s:s + n].view(m, k) if m > 1 else base[s:s + n]
         vc = base_c[s:s + n].view(m, k) if m > 1 else base_c[s:s + n]
@@ -471,7 +475,7 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
             else:
                 monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
             if s < 3:
-                expect = eligible and (spec is not None or chunks_default(dtype, m, chunks, sms))
+                expect = eligible and (spec is not None or chunks_default(dtype, m, k, sms))
                 names = kernels_run(lambda: torch.ops.treduce.sum(vc, dims))
                 assert any(map(is_small_kernel, names)) == expect, (s, spec, names)
                 # canon_small_kernel<..., kUnaligned = true> exactly for chunks off a boundary

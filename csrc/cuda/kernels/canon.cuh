@@ -388,6 +388,13 @@ __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int la
   }
 }
 
+// Whether fold_leaf_staged_unaligned (below) takes Op's inputs: at most 4 bytes, a 4-byte value
+// type. Its callers check it.
+template <class Op, class in_t>
+constexpr bool stages_unaligned() {
+  return sizeof(in_t) <= 4 && sizeof(typename Op::value_t) == 4;
+}
+
 // Staging for the 32 whole leaves of a warp (contiguous elements, lane u's leaf at `leaf` on
 // lane u) that do not start on a 16-byte boundary (a view such as x[1:]), for inputs of at most
 // 4 bytes: a phase stages elements ph .. ph + 31 of every leaf, instruction u reading them from
@@ -403,7 +410,7 @@ __device__ __forceinline__ void fold_leaf_staged_unaligned(const in_t* leaf, int
                                                            int lane, float* stage,
                                                            typename Op::acc_t& a) {
   using value_t = typename Op::value_t;
-  if constexpr (sizeof(value_t) == 4 && sizeof(in_t) <= 4) {  // (callers check it)
+  if constexpr (stages_unaligned<Op, in_t>()) {
     constexpr int kRow = LeafStage<in_t>::kUnalignedRow;
     const auto leaf_of = [&](int u) { return shfl_ptr(leaf, u); };
     // One phase's 32 loads in flight per lane (16 measured 0.77-0.82x of aligned float32 sums:
@@ -744,8 +751,7 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
   const int X = cfg.X, Y = cfg.Y;
   const int tx = tid & (X - 1), ty = tid / X;
   const int col = tx * kVec;  // this thread's first column in the tile
-  constexpr bool kStageUnaligned =
-      sizeof(in_t) <= 4 && sizeof(typename Op::value_t) == 4;  // fold_leaf_staged_unaligned
+  constexpr bool kStageUnaligned = stages_unaligned<Op, in_t>();  // fold_leaf_staged_unaligned
   constexpr bool kShifted = kStageUnaligned && sizeof(in_t) == 2;  // fold_leaves_shifted
   // One float output per thread: the low levels in shared memory, the accessor built where it is
   // used from a fresh read of the thread index, so that none of it stays live across the rounds'
@@ -974,11 +980,11 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
 }
 
 // Whether canon_small_kernel<..., kL> folds whole leaves that start off a 16-byte boundary
-// (fold_small_unaligned): the chunked kernels (kL = canon_per, launch.cuh's chunks) of inputs of
-// at most 4 bytes with a float value type (launch.cuh's chunk_rows).
+// (fold_small_unaligned): the chunked kernels (kL = canon_per, launch.cuh's chunks) of the
+// inputs that stage unaligned (launch.cuh's chunk_rows).
 template <class Op, class in_t, int kL>
 constexpr bool small_unaligned() {
-  return kL == canon_per<in_t>() && sizeof(in_t) <= 4 && sizeof(typename Op::value_t) == 4;
+  return kL == canon_per<in_t>() && stages_unaligned<Op, in_t>();
 }
 
 // canon_small_kernel's whole leaves that start off a 16-byte boundary, kL adjacent ones per lane,

@@ -265,23 +265,25 @@ bool vector_runs(const Geometry& g, const void* in) {
   return reinterpret_cast<uintptr_t>(in) % 16 == 0 && outer_strides_whole_vectors<in_t>(g);
 }
 
-// Whether each output's K elements are one stride-1 run that starts on a 16-byte boundary: one
-// reduced dim of stride 1, an aligned base and kept strides that are whole 16-byte vectors.
+// Whether each output's K elements are one stride-1 run, every run as many elements past a
+// 16-byte boundary as the base: one reduced dim of stride 1 and kept strides that are whole
+// 16-byte vectors.
 template <class in_t>
-bool aligned_rows(const Geometry& g, const void* in) {
-  return g.red.ndim == 1 && g.red.in_strides[0] == 1 &&
-         reinterpret_cast<uintptr_t>(in) % 16 == 0 && outer_strides_whole_vectors<in_t>(g);
+bool one_run_rows(const Geometry& g) {
+  return g.red.ndim == 1 && g.red.in_strides[0] == 1 && outer_strides_whole_vectors<in_t>(g);
 }
 
-// Whether each output's K elements are one stride-1 run, every run as many elements past a
-// 16-byte boundary as the base (kept strides that are whole 16-byte vectors), for
-// canon_small_kernel's chunks: aligned_rows, or any base for the inputs whose chunks it folds
-// off a boundary (fold_small_unaligned: at most 4 bytes, a float value type).
+// ... that start on a 16-byte boundary: one_run_rows and an aligned base.
+template <class in_t>
+bool aligned_rows(const Geometry& g, const void* in) {
+  return one_run_rows<in_t>(g) && reinterpret_cast<uintptr_t>(in) % 16 == 0;
+}
+
+// ... for canon_small_kernel's chunks: aligned_rows, or one_run_rows from any base for the
+// inputs whose chunks it folds off a boundary (fold_small_unaligned: stages_unaligned).
 template <class Op, class in_t>
 bool chunk_rows(const Geometry& g, const void* in) {
-  constexpr bool kUnaligned = sizeof(in_t) <= 4 && sizeof(typename Op::value_t) == 4;
-  return g.red.ndim == 1 && g.red.in_strides[0] == 1 && outer_strides_whole_vectors<in_t>(g) &&
-         (kUnaligned || reinterpret_cast<uintptr_t>(in) % 16 == 0);
+  return stages_unaligned<Op, in_t>() ? one_run_rows<in_t>(g) : aligned_rows<in_t>(g, in);
 }
 
 // Whether the column pairs' rows (innermost kept dim of stride 1, innermost reduced stride 2)
