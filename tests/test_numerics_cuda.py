@@ -645,14 +645,15 @@ def test_cuda_bits_equal_cpu_for_every_float_dtype(dtype, shape, dims):
                     torch.ops.treduce.sum(f, dims, dtype=torch.float64), "float32 -> float64")
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
-def test_cuda_16bit_specials_and_extremes(dtype):
-    """Staged 16-bit leaves summed in double (one and two leaves per lane): inf, -inf (in one
-    leaf and in two), NaN, the largest finite values, subnormals and negative zeros give the
-    CPU's bits (NaN where it has NaN), for full sums, rows and sums with a float32 result."""
+@pytest.mark.parametrize("n", [1 << 20, 1 << 23], ids=["2^20", "2^23"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=str)
+def test_cuda_float_specials_and_extremes(dtype, n):
+    """Staged leaves summed in double: inf, -inf (in one leaf and in two), NaN, the largest
+    finite values, subnormals (the smallest too) and negative zeros give the CPU's bits (NaN
+    where it has NaN), for full sums (2^23: in chunks), rows, a view with a step of 2 and mid
+    dims of two, and 16-bit sums with a float32 result."""
     info = torch.finfo(dtype)
     inf, nan = float("inf"), float("nan")
-    n = 1 << 20
     base = torch.randn(n, generator=torch.Generator().manual_seed(3)).to(dtype)
     edits = {
         "inf": {100: inf},
@@ -663,23 +664,27 @@ def test_cuda_16bit_specials_and_extremes(dtype):
         "largest finite": {i: info.max * (1 if i % 3 else -1) for i in range(128, 256)},
         "one largest": {300: info.max},
         "subnormals": {i: info.tiny * 0.5 * (-1) ** i for i in range(4096, 4096 + 512)},
+        "smallest subnormals": {i: info.tiny * info.eps for i in range(8192, 8192 + 64)},
         "negative zeros": {i: -0.0 for i in range(0, 4096)},
     }
+    out_dtypes = [None, torch.float32] if dtype != torch.float32 else [None]
     for name, edit in edits.items():
         x = base.clone()
         for i, v in edit.items():
             x[i] = v
         xc = x.cuda()
-        for out in (None, torch.float32):
-            rows, rows_c = x.view(256, 4096), xc.view(256, 4096)
-            for got, want, what in (
-                    (torch.ops.treduce.sum(xc, dtype=out), torch.ops.treduce.sum(x, dtype=out),
-                     "full sum"),
-                    (torch.ops.treduce.sum(rows_c, [1], dtype=out),
-                     torch.ops.treduce.sum(rows, [1], dtype=out), "rows")):
+        views = (
+            ("full sum", lambda t: t, None),
+            ("rows", lambda t: t.view(256, n // 256), [1]),
+            ("step 2", lambda t: t.view(512, n // 512)[:, ::2], [1]),
+            ("mid dims of 2", lambda t: t.view(n // 2048, 1024, 2), [1]),
+        )
+        for out in out_dtypes:
+            for what, view, dims in views:
+                got = torch.ops.treduce.sum(view(xc), dims, dtype=out).cpu()
+                want = torch.ops.treduce.sum(view(x), dims, dtype=out)
                 # NaN payloads may differ between the devices' conversions: NaN where the CPU
                 # has NaN, the bits everywhere else
-                got = got.cpu()
                 assert torch.equal(got.isnan(), want.isnan()), f"{name}: {what} dtype={out}"
                 keep = ~want.isnan()
                 assert_bits(got[keep], want[keep], f"{name}: {what} dtype={out}")
