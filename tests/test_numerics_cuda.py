@@ -344,13 +344,22 @@ def is_small_kernel(name):
 # leaves, misaligned starts, rows whose kept stride is not a multiple of 16 bytes, steps and
 # several reduced dims do not (small=1 forces it wherever the layout allows: up to 256 or 512
 # leaves, any number of outputs). Longer outputs of that layout run in chunks of one block's
-# leaves (16384 elements, 32768 for 1- and 2-byte inputs), one block per chunk, where
-# chunks_default says so, and wherever small=1: partial last chunks, merges of 3 to 301 chunk
-# nodes (two per merging thread), several outputs.
+# leaves (16384 elements, 32768 for 1- and 2-byte inputs, but 16384 for aligned 16-bit ones
+# where at most 8192 such chunks: chunk_per_default), one block per chunk, where chunks_default
+# says so, and wherever small=1: partial last chunks, merges of 3 to 301 chunk nodes (two per
+# merging thread), several outputs.
 def chunk_len(dtype):
     """Elements per chunk (and most per small-kernel output): 256 leaves, two per thread for 1-
     and 2-byte inputs."""
     return 16384 * (2 if dtype.itemsize <= 2 else 1)
+
+
+def chunk_per_default(dtype, m, k, aligned=True):
+    """launch.cuh's chunk_per: leaves per thread of the chunks (canon_small_kernel's kL)."""
+    most = 2 if dtype.itemsize <= 2 else 1
+    if most == 1 or not aligned:
+        return most
+    return 1 if dtype.itemsize == 2 and m * -(-k // 16384) <= 8192 else most
 
 
 def chunks_default(dtype, m, k, sms):
@@ -428,14 +437,18 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     (torch.float32, (512, 131072 + 64), True), (torch.float32, ((1 << 26) + 100,), True),
     (torch.float32, ((1 << 28) + 5,), True), (torch.float32, ((1 << 18) + 100,), False),
     (torch.float32, (64, 65536 + 64), True), (torch.bfloat16, (8, 131072), False),
-    (torch.bfloat16, ((1 << 22) + 8,), True), (torch.float16, ((1 << 21) + 8,), False)],
+    (torch.bfloat16, ((1 << 22) + 8,), True), (torch.float16, ((1 << 21) + 8,), False),
+    (torch.float16, ((1 << 27) + 8,), True), (torch.bfloat16, (32, 131072 + 64), True)],
     ids=str)
-def test_cuda_large_sums_in_chunks(dtype, shape, chunked):
+def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
     """Full sums and rows take canon_small_kernel in chunks by default where launch.cuh's
     chunks_auto says so (chunks_default here; the float32 2^28 + 5 sum merges 16385 chunk
-    nodes, 128 per merging thread), with the CPU's bits either way, call after call (the
-    counters are left at zero)."""
-    assert chunked == chunks_default(dtype, math.prod(shape) // shape[-1], shape[-1],
+    nodes, 128 per merging thread), of the leaves per thread that chunk_per says (16-bit
+    inputs: one up to 8192 chunks, as bfloat16 2^27, two above, as float16 2^27 + 8), with the
+    CPU's bits either way, call after call (the counters are left at zero), and with the leaves
+    per thread forced (small=1,per=1 and per=2)."""
+    m, k = math.prod(shape) // shape[-1], shape[-1]
+    assert chunked == chunks_default(dtype, m, k,
                                      torch.cuda.get_device_properties(0).multi_processor_count)
     x = float_data(math.prod(shape), dtype, seed=shape[-1]).reshape(shape)
     dims = [1] if len(shape) == 2 else None
@@ -443,9 +456,18 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked):
     xc = x.cuda()
     names = [m for m in kernels_run(lambda: torch.ops.treduce.sum(xc, dims)) if "canon" in m]
     assert len(names) == 1 and is_small_kernel(names[0]) == chunked, names
+    if chunked:
+        assert canon_args(names[0])[-2] == str(chunk_per_default(dtype, m, k)), names
     assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean")
     for _ in range(3):
         assert_bits(torch.ops.treduce.sum(xc, dims), want, "sum")
+    for per in (1, 2):
+        monkeypatch.setenv("TREDUCE_CANON_LAUNCH", f"small=1,per={per}")
+        names = [m for m in kernels_run(lambda: torch.ops.treduce.sum(xc, dims)) if "canon" in m]
+        most = 2 if dtype.itemsize <= 2 else 1
+        assert len(names) == 1 and canon_args(names[0])[-2] == str(min(per, most)), names
+        assert_bits(torch.ops.treduce.sum(xc, dims), want, f"sum per={per}")
+        assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean per={per}")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16,

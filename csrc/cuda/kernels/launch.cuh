@@ -544,6 +544,21 @@ bool chunks_auto(int64_t M, int64_t chunks, int sm_count) {
   return 2 * M <= sm_count && total >= 128;
 }
 
+// Leaves per thread of canon_small_kernel's chunks: canon_per (two for 1- and 2-byte inputs),
+// but one for 16-bit inputs that start aligned where the chunks of one leaf per thread (16384
+// elements, 32 KB blocks at five per SM against 64 KB ones at four) number at most 8192 (NOTES
+// step 98, µs: float16 2^24 21.6 -> 18.4, 2^26 49.1 -> 44.3, bfloat16 rows (32, 2^20) 31.4 ->
+// 27.7; 2^27 within 1%; from 2^28 the last block's merge of that many nodes costs more than
+// the gain, float16 2^29 270.3 -> 288.0). small=1,per=P forces P (at most canon_per).
+template <class in_t>
+int chunk_per(int64_t M, int64_t K, bool aligned, const CanonOverride& ov) {
+  constexpr int most = canon_per<in_t>();
+  if (most == 1 || !aligned) return most;  // (the misaligned chunks fold two leaves per lane)
+  if (ov.small > 0 && ov.per > 0) return std::min(ov.per, most);
+  constexpr int64_t one = int64_t(kCanonThreads) * kCanonLeaf;
+  return sizeof(in_t) == 2 && M * ceil_div(K, one) <= 8192 ? 1 : most;
+}
+
 // Block shape: each output gets as many leaf lanes as it has leaves (up to the whole block), and
 // column layouts put at least up to 32 output lanes side by side (each reading kVec neighbouring
 // outputs). Then the splits, as for the other kernels, rounded so that each split is
@@ -582,15 +597,18 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     return lc;
   }
   // Longer outputs of the same layout in chunks of one block's leaves (canon_small_kernel with
-  // chunk > 0) where chunks_auto says so; forced with small=1 wherever the layout allows it.
+  // chunk > 0) where chunks_auto says so (counted in chunks of canon_per leaves per thread);
+  // forced with small=1 wherever the layout allows it. The leaves per thread: see chunk_per.
   if (const int64_t chunk = int64_t(kCanonThreads) * kCanonLeaf * canon_per<in_t>();
       K > chunk && M <= std::min<int64_t>(65535, kCounterCapacity) &&
       ceil_div(K, chunk) <= INT32_MAX && chunk_rows<Op, in_t>(g, in) &&
       (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 &&
                         chunks_auto<in_t>(M, ceil_div(K, chunk), sm_count)))) {
-    const int64_t chunks = ceil_div(K, chunk);
+    const int64_t len = int64_t(kCanonThreads) * kCanonLeaf *
+                        chunk_per<in_t>(M, K, reinterpret_cast<uintptr_t>(in) % 16 == 0, ov);
+    const int64_t chunks = ceil_div(K, len);
     lc.small = true;
-    lc.chunk = chunk;
+    lc.chunk = len;
     lc.block = dim3(kCanonThreads);
     lc.grid = dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(M));
     c.merge_per_thread = static_cast<int>(next_pow2(ceil_div(chunks, int64_t(kCanonThreads))));
@@ -871,8 +889,9 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
         return;
       }
     }
-    if constexpr (kL == 2) {
-      if (small_leaves_per_thread<in_t>(g.reduce_len) == 2) {
+    if constexpr (kL == 2) {  // (chunks of one leaf per thread: chunk_per)
+      if (small_leaves_per_thread<in_t>(g.reduce_len) == 2 &&
+          lc.chunk != int64_t(kCanonThreads) * kCanonLeaf) {
         canon_small_kernel<Op, in_t, out_t, 2><<<lc.grid, lc.block, stage, stream>>>(
             in, out, g, partials, counters, lc.chunk, merge);
         return;
