@@ -548,8 +548,8 @@ bool chunks_auto(int64_t M, int64_t chunks, int sm_count) {
 // but one for 16-bit inputs that start aligned where the chunks of one leaf per thread (16384
 // elements, 32 KB blocks at five per SM against 64 KB ones at four) number at most 8192 (NOTES
 // step 98, µs: float16 2^24 21.6 -> 18.4, 2^26 49.1 -> 44.3, bfloat16 rows (32, 2^20) 31.4 ->
-// 27.7; 2^27 within 1%; from 2^28 the last block's merge of that many nodes costs more than
-// the gain, float16 2^29 270.3 -> 288.0). small=1,per=P forces P (at most canon_per).
+// 27.7; 2^27 within 1%; from 2^28 one leaf per thread measured slower, float16 2^29 270.3 ->
+// 288.0, for a cause not measured). small=1,per=P forces P (at most canon_per).
 template <class in_t>
 int chunk_per(int64_t M, int64_t K, bool aligned, const CanonOverride& ov) {
   constexpr int most = canon_per<in_t>();
