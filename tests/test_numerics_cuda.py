@@ -249,6 +249,25 @@ def kernels_run(fn):
     return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
 
 
+def kernel_launches(fn):
+    """(name, grid, block) of each CUDA kernel that fn() launches, from the profiler's Chrome
+    trace (its kernel events carry the launch's grid and block)."""
+    import json
+    import tempfile
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as d:
+        path = str(Path(d) / "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    return [(e["name"], tuple(e["args"]["grid"]), tuple(e["args"]["block"]))
+            for e in events if e.get("cat") == "kernel" and "grid" in e.get("args", {})]
+
+
 def canon_args(name):
     """canon_kernel<Op, in_t, out_t, kVec, kPer, kLat, kStage>'s last four arguments."""
     return [a.strip() for a in name.split("(")[0].rstrip(" >").split(",")[-4:]]
@@ -362,6 +381,20 @@ def chunk_per_default(dtype, m, k, aligned=True):
     return 1 if dtype.itemsize == 2 and m * -(-k // 16384) <= 8192 else most
 
 
+def chunk_threads_default(dtype, m, k, per, sms):
+    """launch.cuh's chunk_threads: threads per block of the chunks (each thread `per` leaves of
+    64): float32 128 where such chunks number at most 2048, else 256; then halved down to 64
+    while half-size chunks would be at least 16 KB and number at most two per SM."""
+    def chunks(t):
+        return m * -(-k // (t * 64 * per))
+    t = 256
+    if dtype.itemsize == 4 and chunks(t // 2) <= 2048:
+        t //= 2
+    while t > 64 and t // 2 * 64 * per * dtype.itemsize >= 16384 and chunks(t // 2) <= 2 * sms:
+        t //= 2
+    return t
+
+
 def chunks_default(dtype, m, k, sms):
     """launch.cuh's chunks_auto: m outputs of k elements run in chunks by default."""
     chunks = -(-k // chunk_len(dtype))
@@ -370,7 +403,7 @@ def chunks_default(dtype, m, k, sms):
     if dtype.itemsize not in (2, 4):
         return False
     if m == 1:
-        return chunks >= (32 if dtype.itemsize == 4 else 128)
+        return chunks >= 32
     return 2 * m <= sms and m * chunks >= 128
 
 
@@ -437,37 +470,59 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     (torch.float32, (512, 131072 + 64), True), (torch.float32, ((1 << 26) + 100,), True),
     (torch.float32, ((1 << 28) + 5,), True), (torch.float32, ((1 << 18) + 100,), False),
     (torch.float32, (64, 65536 + 64), True), (torch.bfloat16, (8, 131072), False),
-    (torch.bfloat16, ((1 << 22) + 8,), True), (torch.float16, ((1 << 21) + 8,), False),
-    (torch.float16, ((1 << 27) + 8,), True), (torch.bfloat16, (32, 131072 + 64), True)],
+    (torch.bfloat16, ((1 << 22) + 8,), True), (torch.float16, ((1 << 21) + 8,), True),
+    (torch.float16, ((1 << 27) + 8,), True), (torch.bfloat16, (32, 131072 + 64), True),
+    (torch.float32, ((1 << 20) + 100,), True), (torch.float32, ((1 << 19) + 5,), True),
+    (torch.float32, ((1 << 24) + 64,), True)],
     ids=str)
 def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
     """Full sums and rows take canon_small_kernel in chunks by default where launch.cuh's
     chunks_auto says so (chunks_default here; the float32 2^28 + 5 sum merges 16385 chunk
     nodes, 128 per merging thread), of the leaves per thread that chunk_per says (16-bit
-    inputs: one up to 8192 chunks, as bfloat16 2^27, two above, as float16 2^27 + 8), with the
-    CPU's bits either way, call after call (the counters are left at zero), and with the leaves
-    per thread forced (small=1,per=1 and per=2)."""
+    inputs: one up to 8192 chunks, as bfloat16 2^27, two above, as float16 2^27 + 8) and the
+    threads per block that chunk_threads says (float32: 128 up to 2048 chunks, as (64, 65600),
+    256 from 2^24 + 64; 2^20 + 100: 257 chunks of 64 threads, 8 nodes per merging thread;
+    float16 2^21 + 8: 257 of 128), with the CPU's bits either way, call
+    after call (the counters are left at zero), and with the leaves per thread (small=1,per=1
+    and per=2) or the threads per block (threads=64, 128, 256) forced."""
     m, k = math.prod(shape) // shape[-1], shape[-1]
-    assert chunked == chunks_default(dtype, m, k,
-                                     torch.cuda.get_device_properties(0).multi_processor_count)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert chunked == chunks_default(dtype, m, k, sms)
     x = float_data(math.prod(shape), dtype, seed=shape[-1]).reshape(shape)
     dims = [1] if len(shape) == 2 else None
     want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
     xc = x.cuda()
-    names = [m for m in kernels_run(lambda: torch.ops.treduce.sum(xc, dims)) if "canon" in m]
-    assert len(names) == 1 and is_small_kernel(names[0]) == chunked, names
+    most = 2 if dtype.itemsize <= 2 else 1
+
+    def canon_launch():
+        runs = [r for r in kernel_launches(lambda: torch.ops.treduce.sum(xc, dims))
+                if "canon" in r[0]]
+        assert len(runs) == 1, runs
+        return runs[0]
+
+    name, grid, block = canon_launch()
+    assert is_small_kernel(name) == chunked, name
     if chunked:
-        assert canon_args(names[0])[-2] == str(chunk_per_default(dtype, m, k)), names
+        per = chunk_per_default(dtype, m, k)
+        threads = chunk_threads_default(dtype, m, k, per, sms)
+        assert canon_args(name)[-2] == str(per), name
+        assert (block[0], grid[0], grid[1]) == (threads, -(-k // (threads * 64 * per)), m), \
+            (name, grid, block)
     assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean")
     for _ in range(3):
         assert_bits(torch.ops.treduce.sum(xc, dims), want, "sum")
-    for per in (1, 2):
-        monkeypatch.setenv("TREDUCE_CANON_LAUNCH", f"small=1,per={per}")
-        names = [m for m in kernels_run(lambda: torch.ops.treduce.sum(xc, dims)) if "canon" in m]
-        most = 2 if dtype.itemsize <= 2 else 1
-        assert len(names) == 1 and canon_args(names[0])[-2] == str(min(per, most)), names
-        assert_bits(torch.ops.treduce.sum(xc, dims), want, f"sum per={per}")
-        assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean per={per}")
+    for spec in ("per=1", "per=2", "threads=64", "threads=128", "threads=256",
+                 "per=2,threads=64"):
+        monkeypatch.setenv("TREDUCE_CANON_LAUNCH", f"small=1,{spec}")
+        force = dict(kv.split("=") for kv in spec.split(","))
+        per = min(int(force["per"]), most) if "per" in force else chunk_per_default(dtype, m, k)
+        threads = (int(force["threads"]) if "threads" in force
+                   else chunk_threads_default(dtype, m, k, per, sms))
+        name, grid, block = canon_launch()
+        assert canon_args(name)[-2] == str(per), (spec, name)
+        assert (block[0], grid[0]) == (threads, -(-k // (threads * 64 * per))), (spec, grid, block)
+        assert_bits(torch.ops.treduce.sum(xc, dims), want, f"sum {spec}")
+        assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16,
@@ -491,7 +546,7 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
         vc = base_c[s:s + n].view(m, k) if m > 1 else base_c[s:s + n]
         want, want_mean = torch.ops.treduce.sum(v, dims), torch.ops.treduce.mean(v, dims)  # CPU
         eligible = dtype != torch.float64 or vc.data_ptr() % 16 == 0
-        for spec in (None, "small=1"):
+        for spec in (None, "small=1", "small=1,threads=64"):
             if spec is None:
                 monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
             else:
@@ -552,24 +607,6 @@ def test_cuda_column_staging_bits(shape, dims, staged, dtype, monkeypatch):
         assert_bits(torch.ops.treduce.sum(vc, dims), torch.ops.treduce.sum(v, dims), f"x[{k}:]")
 
 
-def kernel_grids(fn):
-    """(name, grid) of each CUDA kernel that fn() launches (the profiler's Chrome trace)."""
-    import json
-    import tempfile
-    from torch.profiler import ProfilerActivity, profile
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    with tempfile.TemporaryDirectory() as d:
-        path = f"{d}/trace.json"
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            events = json.load(f)["traceEvents"]
-    return [(e["name"], tuple(e["args"]["grid"])) for e in events
-            if e.get("cat") == "kernel" and "grid" in e.get("args", {})]
-
-
 def test_cuda_column_tiles_split_for_whole_waves(monkeypatch):
     """Columns with a wave or more of tiles: the planner cuts each tile's rounds into one-round
     splits where those fill the waves better (launch.cuh, NOTES step 82). (32, 2048, 1024) over
@@ -584,7 +621,7 @@ def test_cuda_column_tiles_split_for_whole_waves(monkeypatch):
     monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "y=16")
     assert_bits(torch.ops.treduce.sum(xc, dims), want, "y=16")
     assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean y=16")
-    grids = [g for m, g in kernel_grids(lambda: torch.ops.treduce.sum(xc, dims))
+    grids = [g for m, g, _ in kernel_launches(lambda: torch.ops.treduce.sum(xc, dims))
              if "canon_kernel<" in m]
     props = torch.cuda.get_device_properties(0)
     if props.multi_processor_count == 132:  # an H200 or H100 SXM: 396 resident blocks
@@ -596,7 +633,7 @@ def test_cuda_column_tiles_split_for_whole_waves(monkeypatch):
 def test_launch_override_is_validated(monkeypatch):
     x = torch.randn(1000, device="cuda")
     for bad in ("y=3", "y=512", "splits=0", "rounds=3", "per=3", "lat=2", "small=2", "grid=4",
-                "fast"):
+                "threads=32", "threads=96", "fast"):
         monkeypatch.setenv("TREDUCE_CANON_LAUNCH", bad)
         with pytest.raises(RuntimeError, match="TREDUCE_CANON_LAUNCH"):
             torch.ops.treduce.sum(x)

@@ -447,6 +447,7 @@ struct CanonOverride {
                    // allows it (one split per block; splits <= the cluster limit, <= Y, and
                    // splits x output lanes <= kClusterSlots)
   int small = -1;  // canon_small_kernel: -1 automatic, 0 never, 1 wherever the layout allows it
+  int threads = 0;  // canon_small_kernel's chunks: threads per block (64, 128 or 256)
 };
 
 struct CanonLaunch {
@@ -525,12 +526,13 @@ int small_block(const Geometry& g, const void* in) {
 }
 
 // Where outputs longer than one block's leaves run in chunks of them by default (M outputs of
-// `chunks` chunks each; NOTES steps 90 and 92, GPU times with the L2 dirtied as in the bench,
-// µs). Full sums: float32 from 32 chunks (2^19 10.2 -> 8.5, 2^20 10.3 -> 9.5, 2^23 19.6 -> 16.9,
-// 2^28 265.2 -> 257.9, 2^30 1011 -> 991; 16 chunks, 2^18, 7.6 -> 8.5), 16-bit inputs from 128
-// (bfloat16 2^22 11.7 -> 11.5, 2^26 53.6 -> 48.6, 2^29 291.1 -> 266.5; 64 chunks, 2^21, 10.0 ->
-// 10.3). Rows: float32 and 16-bit from 128 chunks where there are at most half as many outputs
-// as SMs ((64, 65536) float32 13.4 -> 12.7, bfloat16 11.3 -> 11.0; (32, 2^20) float32 47.7 ->
+// `chunks` chunks each; NOTES steps 90, 92 and 99, GPU times with the L2 dirtied as in the
+// bench, µs). Full sums from 32 chunks: float32 (2^19 10.2 -> 8.5, 2^20 10.3 -> 9.5, 2^23 19.6 ->
+// 16.9, 2^28 265.2 -> 257.9, 2^30 1011 -> 991; 16 chunks, 2^18, 7.6 -> 8.5) and 16-bit inputs
+// (bfloat16 2^20 9.8 / 5.8 -> 8.2 / 4.4 eager / in a CUDA graph, 2^21 10.5 / 6.2 -> 9.1 / 4.7 in
+// chunks of 128 threads (step 99); before those, 64 chunks of 256 threads, 2^21, 10.0 -> 10.3).
+// Rows: float32 and 16-bit from 128 chunks where there are at most half as many outputs as
+// SMs ((64, 65536) float32 13.4 -> 12.7, bfloat16 11.3 -> 11.0; (32, 2^20) float32 47.7 ->
 // 43.9; but (8, 131072), 64 and 32 chunks, 8.4 -> 8.9 and 7.8 -> 9.0), and every dtype from 16
 // chunks per SM (rows (1024, 262144) float32 267.2 -> 250.7; bfloat16 (256, 65536), 512
 // chunks, 19.4 -> 20.5). float64 (2^24-2^26 equal) and 1-byte inputs only from 16 per SM.
@@ -540,7 +542,7 @@ bool chunks_auto(int64_t M, int64_t chunks, int sm_count) {
   const int64_t total = M * chunks;
   if (total >= 16 * int64_t(sm_count)) return true;
   if (!measured) return false;
-  if (M == 1) return total >= (sizeof(in_t) == 4 ? 32 : 128);
+  if (M == 1) return total >= 32;
   return 2 * M <= sm_count && total >= 128;
 }
 
@@ -557,6 +559,26 @@ int chunk_per(int64_t M, int64_t K, bool aligned, const CanonOverride& ov) {
   if (ov.small > 0 && ov.per > 0) return std::min(ov.per, most);
   constexpr int64_t one = int64_t(kCanonThreads) * kCanonLeaf;
   return sizeof(in_t) == 2 && M * ceil_div(K, one) <= 8192 ? 1 : most;
+}
+
+// Threads per block of canon_small_kernel's chunks (each chunk threads x per leaves, a node of
+// the tree whatever its size; NOTES step 99, µs eager / in a CUDA graph): float32 chunks of 128
+// threads (32 KB, as the 16-bit ones of one leaf per thread: step 98) where they number at
+// most 2048 (2^24 27.2 / 21.6 -> 26.3 / 20.6, 2^22 12.8 / 6.8 -> 12.6 / 6.6; 2^25, 4096 of them,
+// equal; 2^26, 8192, 77.8 / 67.0 -> 82.0 / 73.1), else 256; then
+// halved while chunks of half the size would be at least 16 KB and number at most two per SM
+// (float32 2^20: 64 chunks of 64 KB -> 256 of 16 KB, 10.4 / 5.0 -> 9.4 / 4.5; bfloat16 2^21:
+// 128 of 32 KB -> 256 of 16 KB, 9.5 / 5.0 -> 9.1 / 4.7). threads=T forces T.
+template <class in_t>
+int chunk_threads(int64_t M, int64_t K, int per, int sm_count, const CanonOverride& ov) {
+  if (ov.small > 0 && ov.threads > 0) return ov.threads;
+  const auto chunks = [&](int t) { return M * ceil_div(K, int64_t(t) * kCanonLeaf * per); };
+  int t = kCanonThreads;
+  if (sizeof(in_t) == 4 && chunks(t / 2) <= 2048) t /= 2;
+  while (t > 64 && int64_t(t / 2) * kCanonLeaf * per * int64_t(sizeof(in_t)) >= 16384 &&
+         chunks(t / 2) <= 2 * int64_t(sm_count))
+    t /= 2;
+  return t;
 }
 
 // Block shape: each output gets as many leaf lanes as it has leaves (up to the whole block), and
@@ -604,14 +626,16 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
       ceil_div(K, chunk) <= INT32_MAX && chunk_rows<Op, in_t>(g, in) &&
       (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 &&
                         chunks_auto<in_t>(M, ceil_div(K, chunk), sm_count)))) {
-    const int64_t len = int64_t(kCanonThreads) * kCanonLeaf *
-                        chunk_per<in_t>(M, K, reinterpret_cast<uintptr_t>(in) % 16 == 0, ov);
+    const int per = chunk_per<in_t>(M, K, reinterpret_cast<uintptr_t>(in) % 16 == 0, ov);
+    const int threads = chunk_threads<in_t>(M, K, per, sm_count, ov);
+    const int64_t len = int64_t(threads) * kCanonLeaf * per;
     const int64_t chunks = ceil_div(K, len);
     lc.small = true;
     lc.chunk = len;
-    lc.block = dim3(kCanonThreads);
+    c.per = per;
+    lc.block = dim3(static_cast<unsigned>(threads));
     lc.grid = dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(M));
-    c.merge_per_thread = static_cast<int>(next_pow2(ceil_div(chunks, int64_t(kCanonThreads))));
+    c.merge_per_thread = static_cast<int>(next_pow2(ceil_div(chunks, int64_t(threads))));
     lc.partials = M * chunks;
     lc.counters = M;
     return lc;
@@ -890,8 +914,7 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
       }
     }
     if constexpr (kL == 2) {  // (chunks of one leaf per thread: chunk_per)
-      if (small_leaves_per_thread<in_t>(g.reduce_len) == 2 &&
-          lc.chunk != int64_t(kCanonThreads) * kCanonLeaf) {
+      if (lc.chunk > 0 ? lc.cfg.per == 2 : small_leaves_per_thread<in_t>(g.reduce_len) == 2) {
         canon_small_kernel<Op, in_t, out_t, 2><<<lc.grid, lc.block, stage, stream>>>(
             in, out, g, partials, counters, lc.chunk, merge);
         return;
