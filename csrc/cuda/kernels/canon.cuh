@@ -1032,10 +1032,11 @@ __device__ __noinline__ typename Op::acc_t fold_small_unaligned(
 // warps of LeafStage::kSmallVecs vectors.
 //
 // Chunked (chunk > 0: longer outputs, such as large full sums): block (x, y) takes chunk x of
-// output y, elements [x * chunk, (x + 1) * chunk) with chunk = kL * kCanonThreads leaves, a
-// node of the tree, stores that node in partials[y * gridDim.x + x], and the output's last
-// block to arrive merges its gridDim.x nodes (merge_tile_splits, merge_per_thread of them per
-// thread: the split merge of canon_kernel). The same nodes and tree as canon_kernel's splits,
+// output y, elements [x * chunk, (x + 1) * chunk) with chunk = kL * blockDim.x leaves (64 to
+// 256 threads: launch.cuh's chunk_threads), a node of the tree, stores that node in
+// partials[y * gridDim.x + x], and the output's last block to arrive merges its gridDim.x
+// nodes (merge_tile_splits, merge_per_thread of them per thread: the split merge of
+// canon_kernel). The same nodes and tree as canon_kernel's splits,
 // in blocks that live for one chunk: full float16 sums of 2^29 291.7 -> 265.8 µs (NOTES step
 // 90). kUnaligned: chunks that start off a 16-byte boundary (views such as x[1:]; launch.cuh's
 // chunk_rows), whole leaves through fold_small_unaligned, the rest element by element.
