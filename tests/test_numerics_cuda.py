@@ -363,13 +363,13 @@ def is_small_kernel(name):
 # leaves, misaligned starts, rows whose kept stride is not a multiple of 16 bytes, steps and
 # several reduced dims do not (small=1 forces it wherever the layout allows: up to 256 or 512
 # leaves, any number of outputs). Longer outputs of that layout run in chunks of one block's
-# leaves (16384 elements, 32768 for 1- and 2-byte inputs, but 16384 for aligned 16-bit ones
-# where at most 8192 such chunks: chunk_per_default), one block per chunk, where chunks_default
-# says so, and wherever small=1: partial last chunks, merges of 3 to 301 chunk nodes (two per
-# merging thread), several outputs.
+# leaves (a leaf per thread, two for 1- and 2-byte inputs but one for aligned 16-bit ones where
+# at most 8192 such chunks: chunk_per_default; 64 to 256 threads: chunk_threads_default), one
+# block per chunk, where chunks_default says so, and wherever small=1: partial last chunks,
+# merges of 3 to 301 chunk nodes (two per merging thread), several outputs.
 def chunk_len(dtype):
-    """Elements per chunk (and most per small-kernel output): 256 leaves, two per thread for 1-
-    and 2-byte inputs."""
+    """The unit that chunks_default counts chunks in, and the most elements per small-kernel
+    output: 256 leaves, two per thread for 1- and 2-byte inputs."""
     return 16384 * (2 if dtype.itemsize <= 2 else 1)
 
 

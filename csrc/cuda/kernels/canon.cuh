@@ -44,6 +44,7 @@ struct CanonConfig {
   int Y;                     // leaf lanes per block (power of two), X * Y = kCanonThreads
   int64_t leaves;            // L = ceil(K / kCanonLeaf) per output
   int per;                   // leaves per thread per round (1 or 2, adjacent): the kernel's kPer
+                             // (canon_small_kernel's chunks: its kL)
   int64_t rounds;            // ceil(L / (per * Y))
   int64_t tiles;             // ceil(M / (X * kVec))
   int splits;                // S: splits per tile (gridDim.y blocks take them in turn)
