@@ -353,7 +353,18 @@ def test_cuda_bits_of_merges_with_many_splits(dtype, n, pers, monkeypatch):
 
 
 def is_small_kernel(name):
-    return "canon_small_kernel<" in name
+    # canon_small_kernel<Op, in_t, out_t, kL, kUnaligned>, or canon_small_loop_kernel<Op, in_t,
+    # out_t> (aligned float32 chunks, several per block: kL = 1)
+    return "canon_small_kernel<" in name or is_loop_kernel(name)
+
+
+def is_loop_kernel(name):
+    return "canon_small_loop_kernel<" in name
+
+
+def small_per(name):
+    """The leaves per thread (kL) of a canon_small_kernel or canon_small_loop_kernel launch."""
+    return "1" if is_loop_kernel(name) else canon_args(name)[-2]
 
 
 # (shape, dims, view). Full sums and rows of at most 256 leaves per output that start aligned
@@ -393,6 +404,17 @@ def chunk_threads_default(dtype, m, k, per, sms):
     while t > 64 and t // 2 * 64 * per * dtype.itemsize >= 16384 and chunks(t // 2) <= 2 * sms:
         t //= 2
     return t
+
+
+def chunk_loop_default(dtype, chunks, forced=None):
+    """launch.cuh's chunk_loop: chunks per block (block x takes chunks x, x + grid, ...), for
+    aligned inputs: float32 two where an output has at least 2048 chunks, else one (`forced`,
+    loop=C, where the kernel loops: float32 only)."""
+    if dtype.itemsize != 4:
+        return 1
+    if forced is not None:
+        return forced
+    return 2 if chunks >= 2048 else 1
 
 
 def chunks_default(dtype, m, k, sms):
@@ -473,7 +495,7 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     (torch.bfloat16, ((1 << 22) + 8,), True), (torch.float16, ((1 << 21) + 8,), True),
     (torch.float16, ((1 << 27) + 8,), True), (torch.bfloat16, (32, 131072 + 64), True),
     (torch.float32, ((1 << 20) + 100,), True), (torch.float32, ((1 << 19) + 5,), True),
-    (torch.float32, ((1 << 24) + 64,), True)],
+    (torch.float32, ((1 << 24) + 64,), True), (torch.float32, ((1 << 24) - 64,), True)],
     ids=str)
 def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
     """Full sums and rows take canon_small_kernel in chunks by default where launch.cuh's
@@ -482,7 +504,8 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
     inputs: one up to 8192 chunks, as bfloat16 2^27, two above, as float16 2^27 + 8) and the
     threads per block that chunk_threads says (float32: 128 up to 2048 chunks, as (64, 65600),
     256 from 2^24 + 64; 2^20 + 100: 257 chunks of 64 threads, 8 nodes per merging thread;
-    float16 2^21 + 8: 257 of 128), with the CPU's bits either way, call
+    float16 2^21 + 8: 257 of 128) and the chunks per block that chunk_loop says (float32 two
+    from 2048 chunks: 2^24 - 64, 2^26 + 100, 2^28 + 5), with the CPU's bits either way, call
     after call (the counters are left at zero), and with the leaves per thread (small=1,per=1
     and per=2) or the threads per block (threads=64, 128, 256) forced."""
     m, k = math.prod(shape) // shape[-1], shape[-1]
@@ -505,22 +528,27 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
     if chunked:
         per = chunk_per_default(dtype, m, k)
         threads = chunk_threads_default(dtype, m, k, per, sms)
-        assert canon_args(name)[-2] == str(per), name
-        assert (block[0], grid[0], grid[1]) == (threads, -(-k // (threads * 64 * per)), m), \
+        chunks = -(-k // (threads * 64 * per))
+        loop = chunk_loop_default(dtype, chunks)
+        assert small_per(name) == str(per) and is_loop_kernel(name) == (loop > 1), name
+        assert (block[0], grid[0], grid[1]) == (threads, -(-chunks // loop), m), \
             (name, grid, block)
     assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean")
     for _ in range(3):
         assert_bits(torch.ops.treduce.sum(xc, dims), want, "sum")
     for spec in ("per=1", "per=2", "threads=64", "threads=128", "threads=256",
-                 "per=2,threads=64"):
+                 "per=2,threads=64", "loop=2", "loop=3", "threads=64,loop=64"):
         monkeypatch.setenv("TREDUCE_CANON_LAUNCH", f"small=1,{spec}")
         force = dict(kv.split("=") for kv in spec.split(","))
         per = min(int(force["per"]), most) if "per" in force else chunk_per_default(dtype, m, k)
         threads = (int(force["threads"]) if "threads" in force
                    else chunk_threads_default(dtype, m, k, per, sms))
+        chunks = -(-k // (threads * 64 * per))
+        loop = chunk_loop_default(dtype, chunks,
+                                  int(force["loop"]) if "loop" in force else None)
         name, grid, block = canon_launch()
-        assert canon_args(name)[-2] == str(per), (spec, name)
-        assert (block[0], grid[0]) == (threads, -(-k // (threads * 64 * per))), (spec, grid, block)
+        assert small_per(name) == str(per) and is_loop_kernel(name) == (loop > 1), (spec, name)
+        assert (block[0], grid[0]) == (threads, -(-chunks // loop)), (spec, grid, block)
         assert_bits(torch.ops.treduce.sum(xc, dims), want, f"sum {spec}")
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
 
@@ -546,7 +574,7 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
         vc = base_c[s:s + n].view(m, k) if m > 1 else base_c[s:s + n]
         want, want_mean = torch.ops.treduce.sum(v, dims), torch.ops.treduce.mean(v, dims)  # CPU
         eligible = dtype != torch.float64 or vc.data_ptr() % 16 == 0
-        for spec in (None, "small=1", "small=1,threads=64"):
+        for spec in (None, "small=1", "small=1,threads=64", "small=1,loop=2"):
             if spec is None:
                 monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
             else:
@@ -633,7 +661,7 @@ def test_cuda_column_tiles_split_for_whole_waves(monkeypatch):
 def test_launch_override_is_validated(monkeypatch):
     x = torch.randn(1000, device="cuda")
     for bad in ("y=3", "y=512", "splits=0", "rounds=3", "per=3", "lat=2", "small=2", "grid=4",
-                "threads=32", "threads=96", "fast"):
+                "threads=32", "threads=96", "loop=0", "loop=65", "fast"):
         monkeypatch.setenv("TREDUCE_CANON_LAUNCH", bad)
         with pytest.raises(RuntimeError, match="TREDUCE_CANON_LAUNCH"):
             torch.ops.treduce.sum(x)

@@ -66,7 +66,8 @@ void run_cuda(const Plan& plan, at::Tensor& out) {
 // per thread and round, S blocks per output tile, R rounds per split (each optional; a split is
 // a node of the tree that one block computes), the latency kernel off (L = 0) or wherever the
 // shape allows it (L = 1) and the one-block-per-output kernel off (T = 0) or wherever the
-// layout allows it (T = 1);
+// layout allows it (T = 1); with small=1, "threads=N" and "loop=C" force its chunks' threads
+// per block and (float32) chunks per block;
 // "plain" sends floating sums and means to the plain kernels (float accumulators) instead (the
 // bench's baseline). See reduce_cuda.cu.
 struct CanonMode {

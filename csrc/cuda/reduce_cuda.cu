@@ -82,12 +82,16 @@ CanonMode canon_mode() {
       TORCH_CHECK(value == 64 || value == 128 || value == 256,
                   "TREDUCE_CANON_LAUNCH: threads must be 64, 128 or 256 (got '", item, "')");
       m.force.threads = static_cast<int>(value);
+    } else if (key == "loop") {
+      TORCH_CHECK(value >= 1 && value <= 64,
+                  "TREDUCE_CANON_LAUNCH: loop must be from 1 to 64 (got '", item, "')");
+      m.force.loop = static_cast<int>(value);
     } else if (key == "splits") {
       TORCH_CHECK(value >= 1 && value <= 65535, "TREDUCE_CANON_LAUNCH: splits must be from 1 "
                   "to 65535 (got '", item, "')");
       m.force.splits = static_cast<int>(value);
     } else {
-      TORCH_CHECK(false, "TREDUCE_CANON_LAUNCH: expected 'plain' or 'y=Y,per=P,splits=S,rounds=R,lat=L,small=T,threads=N', got '",
+      TORCH_CHECK(false, "TREDUCE_CANON_LAUNCH: expected 'plain' or 'y=Y,per=P,splits=S,rounds=R,lat=L,small=T,threads=N,loop=C', got '",
                   spec, "'");
     }
     pos = end + 1;

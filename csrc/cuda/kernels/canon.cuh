@@ -1018,44 +1018,17 @@ __device__ __noinline__ typename Op::acc_t fold_small_unaligned(
   return b[0];
 }
 
-// Outputs of at most kL * kCanonThreads leaves whose K elements are one 16-byte aligned run (full
-// sums and rows of up to 16384 float32 or 32768 16-bit elements, every output's first element
-// aligned), where one block per output does all of its work: T threads (the leaves over kL
-// rounded up to a power of two, at least a warp), thread t folds leaves kL t .. kL t + kL - 1
-// (warps of whole leaves through the stage, both phases in flight, a lane's kL leaves side by
-// side; other leaves with their loads in one batch, or element by element for a last leaf that
-// is not a whole number of vectors) and merges them (their node), then the perfect tree over the
-// T lanes (tree_over_y) and thread 0 stores. The same additions as canon_kernel, in a kernel a
-// fraction of its size and without its split, cluster and counter paths: a 2^10-element sum
-// took 2.58 µs in a CUDA graph through the latency kernel and 1.84 through a standalone kernel
-// of this shape (NOTES step 69). kL = 2 (1- and 2-byte inputs, rows of 257-512 leaves, as
-// canon_per): bfloat16 rows of 32768 (NOTES step 75). The stage is dynamic shared memory, T / 32
-// warps of LeafStage::kSmallVecs vectors.
-//
-// Chunked (chunk > 0: longer outputs, such as large full sums): block (x, y) takes chunk x of
-// output y, elements [x * chunk, (x + 1) * chunk) with chunk = kL * blockDim.x leaves (64 to
-// 256 threads: launch.cuh's chunk_threads), a node of the tree, stores that node in
-// partials[y * gridDim.x + x], and the output's last block to arrive merges its gridDim.x
-// nodes (merge_tile_splits, merge_per_thread of them per thread: the split merge of
-// canon_kernel). The same nodes and tree as canon_kernel's splits,
-// in blocks that live for one chunk: full float16 sums of 2^29 291.7 -> 265.8 µs (NOTES step
-// 90). kUnaligned: chunks that start off a 16-byte boundary (views such as x[1:]; launch.cuh's
-// chunk_rows), whole leaves through fold_small_unaligned, the rest element by element.
-template <class Op, class in_t, class out_t, int kL = 1, bool kUnaligned = false>
-__global__ void __launch_bounds__(kCanonThreads)
-    canon_small_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
-                       typename Op::acc_t* __restrict__ partials, unsigned* __restrict__ counters,
-                       int64_t chunk, int merge_per_thread) {
+// canon_small_kernel's node of `K` elements at `p` (at most kL * blockDim.x leaves; every
+// thread of the block calls it, thread 0 gets the node): see canon_small_kernel.
+template <class Op, class in_t, int kL, bool kUnaligned>
+__device__ __forceinline__ typename Op::acc_t canon_small_node(const in_t* __restrict__ p,
+                                                               int64_t K, const Geometry& g,
+                                                               int tid, int lane,
+                                                               typename Op::acc_t* sm,
+                                                               unsigned char* small_stage) {
   using acc_t = typename Op::acc_t;
   using Stage = LeafStage<in_t>;
   constexpr int V = vec_width<in_t>();
-  __shared__ acc_t sm[kCanonThreads];
-  extern __shared__ __align__(16) unsigned char small_stage[];
-  const int64_t o = chunk > 0 ? blockIdx.y : blockIdx.x;
-  const int64_t c0 = chunk > 0 ? int64_t(blockIdx.x) * chunk : 0;  // the chunk's first element
-  const int64_t K = chunk > 0 ? min(chunk, g.reduce_len - c0) : g.reduce_len;
-  const in_t* __restrict__ p = in + g.kept.in_offset(o) + c0;
-  const int tid = threadIdx.x, lane = tid & 31;
   const auto len = [&](int64_t r0) {
     return r0 >= K ? 0 : static_cast<int>(K - r0 < kCanonLeaf ? K - r0 : kCanonLeaf);
   };
@@ -1103,18 +1076,107 @@ __global__ void __launch_bounds__(kCanonThreads)
     for (int l = 1; l < kL; ++l) a[0] = Op::combine(a[0], b[l]);
   }
   tree_over_y<Op, 1>(a, 1, static_cast<int>(blockDim.x), tid, sm);
+  return a[0];
+}
+
+// The chunk nodes' merge: `done` of output o's `nodes` chunk nodes at `slots` are this block's;
+// the output's last block to arrive merges them and stores the output.
+template <class Op, class out_t>
+__device__ __forceinline__ void merge_chunk_nodes(const typename Op::acc_t* slots,
+                                                  unsigned* counters, unsigned done, int nodes,
+                                                  int merge_per_thread, typename Op::acc_t* sm,
+                                                  uint4* stage, out_t* out, const Geometry& g,
+                                                  int64_t o) {
+  const Merged<typename Op::acc_t, 1> m = merge_tile_splits<Op, 1>(
+      slots, &counters[o], done, nodes, merge_per_thread, 1, static_cast<int>(blockDim.x), sm,
+      stage);
+  if (m.last && threadIdx.x == 0)
+    out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(m.a[0], g.reduce_len, g.num_outputs));
+}
+
+// Outputs of at most kL * kCanonThreads leaves whose K elements are one 16-byte aligned run (full
+// sums and rows of up to 16384 float32 or 32768 16-bit elements, every output's first element
+// aligned), where one block per output does all of its work: T threads (the leaves over kL
+// rounded up to a power of two, at least a warp), thread t folds leaves kL t .. kL t + kL - 1
+// (warps of whole leaves through the stage, both phases in flight, a lane's kL leaves side by
+// side; other leaves with their loads in one batch, or element by element for a last leaf that
+// is not a whole number of vectors) and merges them (their node), then the perfect tree over the
+// T lanes (tree_over_y) and thread 0 stores. The same additions as canon_kernel, in a kernel a
+// fraction of its size and without its split, cluster and counter paths: a 2^10-element sum
+// took 2.58 µs in a CUDA graph through the latency kernel and 1.84 through a standalone kernel
+// of this shape (NOTES step 69). kL = 2 (1- and 2-byte inputs, rows of 257-512 leaves, as
+// canon_per): bfloat16 rows of 32768 (NOTES step 75). The stage is dynamic shared memory, T / 32
+// warps of LeafStage::kSmallVecs vectors.
+//
+// Chunked (chunk > 0: longer outputs, such as large full sums): block (x, y) takes chunk x of
+// output y, elements [x * chunk, (x + 1) * chunk) with chunk = kL * blockDim.x leaves (64 to
+// 256 threads: launch.cuh's chunk_threads), a node of the tree, stores that node in
+// partials[y * gridDim.x + x], and the output's last block to arrive merges its gridDim.x
+// nodes (merge_tile_splits, merge_per_thread of them per thread: the split merge of
+// canon_kernel). The same nodes and tree as canon_kernel's splits,
+// in blocks that live for one chunk: full float16 sums of 2^29 291.7 -> 265.8 µs (NOTES step
+// 90); canon_small_loop_kernel (below) takes several chunks per block. kUnaligned: chunks that
+// start off a 16-byte boundary (views such as x[1:]; launch.cuh's chunk_rows), whole leaves
+// through fold_small_unaligned, the rest element by element.
+template <class Op, class in_t, class out_t, int kL = 1, bool kUnaligned = false>
+__global__ void __launch_bounds__(kCanonThreads)
+    canon_small_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
+                       typename Op::acc_t* __restrict__ partials, unsigned* __restrict__ counters,
+                       int64_t chunk, int merge_per_thread) {
+  using acc_t = typename Op::acc_t;
+  __shared__ acc_t sm[kCanonThreads];
+  extern __shared__ __align__(16) unsigned char small_stage[];
+  const int64_t o = chunk > 0 ? blockIdx.y : blockIdx.x;
+  const int64_t c0 = chunk > 0 ? int64_t(blockIdx.x) * chunk : 0;  // the chunk's first element
+  const int64_t K = chunk > 0 ? min(chunk, g.reduce_len - c0) : g.reduce_len;
+  const in_t* __restrict__ p = in + g.kept.in_offset(o) + c0;
+  const int tid = threadIdx.x, lane = tid & 31;
+  const acc_t a =
+      canon_small_node<Op, in_t, kL, kUnaligned>(p, K, g, tid, lane, sm, small_stage);
   if (chunk == 0) {
-    if (tid == 0) out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(a[0], K, g.num_outputs));
+    if (tid == 0) out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(a, K, g.num_outputs));
     return;
   }
   acc_t* const slots = partials + o * int64_t(gridDim.x);
-  if (tid == 0) slots[blockIdx.x] = a[0];
-  const Merged<acc_t, 1> m = merge_tile_splits<Op, 1>(
-      slots, &counters[o], 1, static_cast<int>(gridDim.x), merge_per_thread, 1,
-      static_cast<int>(blockDim.x), sm,
-      reinterpret_cast<uint4*>(small_stage) + (tid >> 5) * Stage::kSmallVecs);
-  if (m.last && tid == 0)
-    out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(m.a[0], g.reduce_len, g.num_outputs));
+  if (tid == 0) slots[blockIdx.x] = a;
+  merge_chunk_nodes<Op>(slots, counters, 1, static_cast<int>(gridDim.x), merge_per_thread, sm,
+                        reinterpret_cast<uint4*>(small_stage) +
+                            (tid >> 5) * LeafStage<in_t>::kSmallVecs,
+                        out, g, o);
+}
+
+// Aligned float32 chunks, several per block (launch.cuh's chunk_loop: two per block for outputs
+// of at least 2048 chunks, 2% faster at 2^28-2^30, NOTES step 101): block (x, y) takes chunks
+// x, x + gridDim.x, ... below `chunks` of output y, each canon_small_kernel's node stored at
+// partials[y * chunks + q]: the same nodes, the same tree. A kernel of its own: the loop in
+// canon_small_kernel cost its 16-bit chunks 5-9% at any count, at the same registers (ptxas
+// then issued 9 of a lane's 16 loads before the first staging store, not 13). Bounded to four
+// blocks per SM, the 64 registers canon_small_kernel takes for float32
+// without a bound (unbounded, the loop took 80, and float32 2^24-2^26 ran 3-5% slower).
+template <class Op, class in_t, class out_t>
+__global__ void __launch_bounds__(kCanonThreads, 4)
+    canon_small_loop_kernel(const in_t* __restrict__ in, out_t* __restrict__ out,
+                            const Geometry g, typename Op::acc_t* __restrict__ partials,
+                            unsigned* __restrict__ counters, int64_t chunk, int chunks,
+                            int merge_per_thread) {
+  using acc_t = typename Op::acc_t;
+  __shared__ acc_t sm[kCanonThreads];
+  extern __shared__ __align__(16) unsigned char small_stage[];
+  const int64_t o = blockIdx.y;
+  const int tid = threadIdx.x, lane = tid & 31;
+  acc_t* const slots = partials + o * int64_t(chunks);
+  for (int64_t q = blockIdx.x; q < chunks; q += gridDim.x) {
+    const int64_t c0 = q * chunk;
+    const acc_t a = canon_small_node<Op, in_t, 1, false>(
+        in + g.kept.in_offset(o) + c0, min(chunk, g.reduce_len - c0), g, tid, lane, sm,
+        small_stage);  // (the next chunk's tree_over_y waits for thread 0's read of sm)
+    if (tid == 0) slots[q] = a;
+  }
+  merge_chunk_nodes<Op>(slots, counters, (chunks - 1 - blockIdx.x) / gridDim.x + 1, chunks,
+                        merge_per_thread, sm,
+                        reinterpret_cast<uint4*>(small_stage) +
+                            (tid >> 5) * LeafStage<in_t>::kSmallVecs,
+                        out, g, o);
 }
 
 }  // namespace treduce

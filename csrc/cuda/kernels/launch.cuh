@@ -448,6 +448,7 @@ struct CanonOverride {
                    // splits x output lanes <= kClusterSlots)
   int small = -1;  // canon_small_kernel: -1 automatic, 0 never, 1 wherever the layout allows it
   int threads = 0;  // canon_small_kernel's chunks: threads per block (64, 128 or 256)
+  int loop = 0;     // chunks per block (canon_small_loop_kernel: chunk_loop)
 };
 
 struct CanonLaunch {
@@ -581,6 +582,20 @@ int chunk_threads(int64_t M, int64_t K, int per, int sm_count, const CanonOverri
   return t;
 }
 
+// Chunks per block of canon_small_kernel's chunks (block x takes chunks x, x + grid, ...: the
+// same nodes): two where an aligned float32 output has at least 2048 of them (NOTES step 101,
+// µs against one per block in one call: 2^30 986.6 -> 964.8 (0.996x plain), 2^28 261.1 ->
+// 256.0, 2^26 78.6 -> 77.4, 2^24 26.5 / 20.8 -> 25.8 / 20.0 in a CUDA graph; rows (1024,
+// 262144), four chunks each, equal), else one; one for other inputs and misaligned views
+// (canon_small_loop_kernel is built for aligned float32 only: the same loop cost 16-bit chunks
+// 5-9%). loop=C forces C for aligned float32 chunks.
+template <class in_t>
+int chunk_loop(int64_t chunks, bool aligned, const CanonOverride& ov) {
+  if (sizeof(in_t) != 4 || !aligned) return 1;
+  if (ov.small > 0 && ov.loop > 0) return ov.loop;
+  return chunks >= 2048 ? 2 : 1;
+}
+
 // Block shape: each output gets as many leaf lanes as it has leaves (up to the whole block), and
 // column layouts put at least up to 32 output lanes side by side (each reading kVec neighbouring
 // outputs). Then the splits, as for the other kernels, rounded so that each split is
@@ -626,15 +641,18 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
       ceil_div(K, chunk) <= INT32_MAX && chunk_rows<Op, in_t>(g, in) &&
       (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 &&
                         chunks_auto<in_t>(M, ceil_div(K, chunk), sm_count)))) {
-    const int per = chunk_per<in_t>(M, K, reinterpret_cast<uintptr_t>(in) % 16 == 0, ov);
+    const bool aligned = reinterpret_cast<uintptr_t>(in) % 16 == 0;
+    const int per = chunk_per<in_t>(M, K, aligned, ov);
     const int threads = chunk_threads<in_t>(M, K, per, sm_count, ov);
     const int64_t len = int64_t(threads) * kCanonLeaf * per;
     const int64_t chunks = ceil_div(K, len);
+    const int loop = chunk_loop<in_t>(chunks, aligned, ov);
     lc.small = true;
     lc.chunk = len;
     c.per = per;
     lc.block = dim3(static_cast<unsigned>(threads));
-    lc.grid = dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(M));
+    lc.grid = dim3(static_cast<unsigned>(ceil_div(chunks, loop)), static_cast<unsigned>(M));
+    c.splits = static_cast<int>(chunks);
     c.merge_per_thread = static_cast<int>(next_pow2(ceil_div(chunks, int64_t(threads))));
     lc.partials = M * chunks;
     lc.counters = M;
@@ -910,6 +928,13 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
       if (lc.chunk > 0 && reinterpret_cast<uintptr_t>(in) % 16 != 0) {  // chunk_rows: one shift
         canon_small_kernel<Op, in_t, out_t, kL, true><<<lc.grid, lc.block, stage, stream>>>(
             in, out, g, partials, counters, lc.chunk, merge);
+        return;
+      }
+    }
+    if constexpr (sizeof(in_t) == 4) {
+      if (lc.chunk > 0 && int64_t(lc.grid.x) < lc.cfg.splits) {  // chunk_loop: several per block
+        canon_small_loop_kernel<Op, in_t, out_t><<<lc.grid, lc.block, stage, stream>>>(
+            in, out, g, partials, counters, lc.chunk, lc.cfg.splits, merge);
         return;
       }
     }
