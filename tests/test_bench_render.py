@@ -51,3 +51,16 @@ def test_render_rewrites_markdown_from_json(tmp_path):
     assert "| c | behind cub | 10.0 |" in md  # the main table
     assert "cells at ≥ 1.00× the best peer: 2 of 4" in md
     assert "## Cells behind the best peer (goal 1)" in md
+
+
+def test_summary_counts_plain_eager_and_in_a_graph():
+    """Issue 4's x plain >= 0.97, counted eager and, where the cell has them, in a CUDA graph."""
+    rows = [dict(_row("a", 10.0, 12.0, plain=9.0), treduce_graph_us=4.0, torch_graph_us=7.0,
+                 plain_graph_us=3.96),
+            dict(_row("b", 10.0, 12.0, plain=10.5), treduce_graph_us=4.0, torch_graph_us=7.0,
+                 plain_graph_us=3.8),
+            _row("c", 100.0, 120.0, plain=99.0)]
+    text = bench.summary(rows)
+    assert "≥ 0.97): 2 of 3 cells meet it; below: a (0.90)" in text
+    assert "1 of 2 cells at ≥ 0.97× plain; below: b (0.95)" in text
+    assert "| 4.0 / 7.0 / 4.0 |" in bench.fmt_table(rows)

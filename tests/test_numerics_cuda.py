@@ -354,7 +354,7 @@ def test_cuda_bits_of_merges_with_many_splits(dtype, n, pers, monkeypatch):
 
 def is_small_kernel(name):
     # canon_small_kernel<Op, in_t, out_t, kL, kUnaligned>, or canon_small_loop_kernel<Op, in_t,
-    # out_t> (aligned float32 chunks, several per block: kL = 1)
+    # out_t> (aligned float32 and 16-bit chunks, several per block: kL = 1)
     return "canon_small_kernel<" in name or is_loop_kernel(name)
 
 
@@ -374,22 +374,23 @@ def small_per(name):
 # leaves, misaligned starts, rows whose kept stride is not a multiple of 16 bytes, steps and
 # several reduced dims do not (small=1 forces it wherever the layout allows: up to 256 or 512
 # leaves, any number of outputs). Longer outputs of that layout run in chunks of one block's
-# leaves (a leaf per thread, two for 1- and 2-byte inputs but one for aligned 16-bit ones where
-# at most 8192 such chunks: chunk_per_default; 64 to 256 threads: chunk_threads_default), one
-# block per chunk, where chunks_default says so, and wherever small=1: partial last chunks,
-# merges of 3 to 301 chunk nodes (two per merging thread), several outputs.
+# leaves (a leaf per thread, two for 1- and 2-byte inputs but one for aligned 16-bit ones:
+# chunk_per_default; 64 to 256 threads: chunk_threads_default; one or several chunks per
+# block: chunk_loop_default), where chunks_default says so, and wherever small=1: partial last
+# chunks, merges of 3 to 301 chunk nodes (two per merging thread), several outputs.
 def chunk_len(dtype):
     """The unit that chunks_default counts chunks in, and the most elements per small-kernel
     output: 256 leaves, two per thread for 1- and 2-byte inputs."""
     return 16384 * (2 if dtype.itemsize <= 2 else 1)
 
 
-def chunk_per_default(dtype, m, k, aligned=True):
-    """launch.cuh's chunk_per: leaves per thread of the chunks (canon_small_kernel's kL)."""
+def chunk_per_default(dtype, aligned=True):
+    """launch.cuh's chunk_per: leaves per thread of the chunks (canon_small_kernel's kL): two
+    for 1- and 2-byte inputs, but one for 16-bit ones that start aligned."""
     most = 2 if dtype.itemsize <= 2 else 1
     if most == 1 or not aligned:
         return most
-    return 1 if dtype.itemsize == 2 and m * -(-k // 16384) <= 8192 else most
+    return 1 if dtype.itemsize == 2 else most
 
 
 def chunk_threads_default(dtype, m, k, per, sms):
@@ -406,15 +407,21 @@ def chunk_threads_default(dtype, m, k, per, sms):
     return t
 
 
-def chunk_loop_default(dtype, chunks, forced=None):
+def chunk_loop_default(dtype, m, chunks, per, sms, forced=None):
     """launch.cuh's chunk_loop: chunks per block (block x takes chunks x, x + grid, ...), for
-    aligned inputs: float32 two where an output has at least 2048 chunks, else one (`forced`,
-    loop=C, where the kernel loops: float32 only)."""
-    if dtype.itemsize != 4:
+    aligned chunks of one leaf per thread (`forced`, loop=C, where the kernel loops) of m
+    outputs of `chunks` chunks: float32 two where an output has at least 2048 chunks, else one;
+    16-bit four where an output has at least 8192, else two where all have 6 to 16 per SM, else
+    one."""
+    if dtype.itemsize not in (2, 4) or per != 1:
         return 1
     if forced is not None:
         return forced
-    return 2 if chunks >= 2048 else 1
+    if dtype.itemsize == 4:
+        return 2 if chunks >= 2048 else 1
+    if chunks >= 8192:
+        return 4
+    return 2 if 6 * sms <= m * chunks <= 16 * sms else 1
 
 
 def chunks_default(dtype, m, k, sms):
@@ -495,19 +502,25 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     (torch.bfloat16, ((1 << 22) + 8,), True), (torch.float16, ((1 << 21) + 8,), True),
     (torch.float16, ((1 << 27) + 8,), True), (torch.bfloat16, (32, 131072 + 64), True),
     (torch.float32, ((1 << 20) + 100,), True), (torch.float32, ((1 << 19) + 5,), True),
-    (torch.float32, ((1 << 24) + 64,), True), (torch.float32, ((1 << 24) - 64,), True)],
+    (torch.float32, ((1 << 24) + 64,), True), (torch.float32, ((1 << 24) - 64,), True),
+    (torch.bfloat16, ((1 << 24) + 8,), True), (torch.float16, (2, (1 << 24) + 64), True),
+    (torch.float16, (4, (1 << 24) + 64), True), (torch.bfloat16, (16, (1 << 21) + 64), True)],
     ids=str)
 def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
     """Full sums and rows take canon_small_kernel in chunks by default where launch.cuh's
     chunks_auto says so (chunks_default here; the float32 2^28 + 5 sum merges 16385 chunk
-    nodes, 128 per merging thread), of the leaves per thread that chunk_per says (16-bit
-    inputs: one up to 8192 chunks, as bfloat16 2^27, two above, as float16 2^27 + 8) and the
-    threads per block that chunk_threads says (float32: 128 up to 2048 chunks, as (64, 65600),
-    256 from 2^24 + 64; 2^20 + 100: 257 chunks of 64 threads, 8 nodes per merging thread;
-    float16 2^21 + 8: 257 of 128) and the chunks per block that chunk_loop says (float32 two
-    from 2048 chunks: 2^24 - 64, 2^26 + 100, 2^28 + 5), with the CPU's bits either way, call
-    after call (the counters are left at zero), and with the leaves per thread (small=1,per=1
-    and per=2) or the threads per block (threads=64, 128, 256) forced."""
+    nodes, 128 per merging thread), of the leaves per thread that chunk_per says (aligned
+    16-bit inputs: one), the threads per block that chunk_threads says (float32: 128 up to 2048
+    chunks, as (64, 65600), 256 from 2^24 + 64; 2^20 + 100: 257 chunks of 64 threads, 8 nodes
+    per merging thread; float16 2^21 + 8: 257 of 128) and the chunks per block that chunk_loop
+    says (float32 two from 2048 chunks: 2^24 - 64, 2^26 + 100, 2^28 + 5; 16-bit four from 8192
+    chunks: bfloat16 2^27, 2048 blocks, float16 2^27 + 8, 8193 chunks in 2049 blocks, the last
+    with one; else two where all outputs have 6 to 16 chunks per SM: bfloat16 2^24 + 8, 1025
+    chunks, float16 (2, 2^24 + 64), 1025 each, bfloat16 (16, 2^21 + 64), 129 each, 2064 in
+    all; one below and above: bfloat16 (32, 131072 + 64), 288 in all, float16 (4, 2^24 + 64),
+    4100), with the CPU's bits either way, call after call (the counters are left at zero),
+    and with the leaves per thread (small=1,per=1 and per=2), the threads per block
+    (threads=64, 128, 256) or the chunks per block (loop=2, 3, 64) forced."""
     m, k = math.prod(shape) // shape[-1], shape[-1]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     assert chunked == chunks_default(dtype, m, k, sms)
@@ -526,10 +539,10 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
     name, grid, block = canon_launch()
     assert is_small_kernel(name) == chunked, name
     if chunked:
-        per = chunk_per_default(dtype, m, k)
+        per = chunk_per_default(dtype)
         threads = chunk_threads_default(dtype, m, k, per, sms)
         chunks = -(-k // (threads * 64 * per))
-        loop = chunk_loop_default(dtype, chunks)
+        loop = chunk_loop_default(dtype, m, chunks, per, sms)
         assert small_per(name) == str(per) and is_loop_kernel(name) == (loop > 1), name
         assert (block[0], grid[0], grid[1]) == (threads, -(-chunks // loop), m), \
             (name, grid, block)
@@ -540,11 +553,11 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
                  "per=2,threads=64", "loop=2", "loop=3", "threads=64,loop=64"):
         monkeypatch.setenv("TREDUCE_CANON_LAUNCH", f"small=1,{spec}")
         force = dict(kv.split("=") for kv in spec.split(","))
-        per = min(int(force["per"]), most) if "per" in force else chunk_per_default(dtype, m, k)
+        per = min(int(force["per"]), most) if "per" in force else chunk_per_default(dtype)
         threads = (int(force["threads"]) if "threads" in force
                    else chunk_threads_default(dtype, m, k, per, sms))
         chunks = -(-k // (threads * 64 * per))
-        loop = chunk_loop_default(dtype, chunks,
+        loop = chunk_loop_default(dtype, m, chunks, per, sms,
                                   int(force["loop"]) if "loop" in force else None)
         name, grid, block = canon_launch()
         assert small_per(name) == str(per) and is_loop_kernel(name) == (loop > 1), (spec, name)

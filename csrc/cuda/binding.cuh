@@ -67,7 +67,7 @@ void run_cuda(const Plan& plan, at::Tensor& out) {
 // a node of the tree that one block computes), the latency kernel off (L = 0) or wherever the
 // shape allows it (L = 1) and the one-block-per-output kernel off (T = 0) or wherever the
 // layout allows it (T = 1); with small=1, "threads=N" and "loop=C" force its chunks' threads
-// per block and (float32) chunks per block;
+// per block and (aligned float32 and 16-bit chunks of one leaf per thread) chunks per block;
 // "plain" sends floating sums and means to the plain kernels (float accumulators) instead (the
 // bench's baseline). See reduce_cuda.cu.
 struct CanonMode {

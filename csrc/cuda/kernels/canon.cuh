@@ -1145,14 +1145,15 @@ __global__ void __launch_bounds__(kCanonThreads)
                         out, g, o);
 }
 
-// Aligned float32 chunks, several per block (launch.cuh's chunk_loop: two per block for outputs
-// of at least 2048 chunks, 2% faster at 2^28-2^30, NOTES step 101): block (x, y) takes chunks
-// x, x + gridDim.x, ... below `chunks` of output y, each canon_small_kernel's node stored at
-// partials[y * chunks + q]: the same nodes, the same tree. A kernel of its own: the loop in
-// canon_small_kernel cost its 16-bit chunks 5-9% at any count, at the same registers (ptxas
-// then issued 9 of a lane's 16 loads before the first staging store, not 13). Bounded to four
-// blocks per SM, the 64 registers canon_small_kernel takes for float32
-// without a bound (unbounded, the loop took 80, and float32 2^24-2^26 ran 3-5% slower).
+// Aligned chunks of one leaf per thread, several per block (launch.cuh's chunk_loop: float32
+// two per block from 2048 chunks, 2% faster at 2^28-2^30, NOTES step 101; 16-bit four above
+// 8192 chunks, 2% faster than two-leaf chunks at float16 2^29, NOTES steps 103-104): block (x,
+// y) takes chunks x, x + gridDim.x, ... below `chunks` of output y, each canon_small_kernel's
+// node stored at partials[y * chunks + q]: the same nodes, the same tree. A kernel of its own:
+// the loop in canon_small_kernel cost its 16-bit chunks 5-9% at any count, at the same
+// registers (ptxas then issued 9 of a lane's 16 loads before the first staging store, not 13).
+// Bounded to four blocks per SM, the 64 registers canon_small_kernel takes for float32 without
+// a bound (unbounded, the loop took 80, and float32 2^24-2^26 ran 3-5% slower).
 template <class Op, class in_t, class out_t>
 __global__ void __launch_bounds__(kCanonThreads, 4)
     canon_small_loop_kernel(const in_t* __restrict__ in, out_t* __restrict__ out,

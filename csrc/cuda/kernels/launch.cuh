@@ -548,18 +548,18 @@ bool chunks_auto(int64_t M, int64_t chunks, int sm_count) {
 }
 
 // Leaves per thread of canon_small_kernel's chunks: canon_per (two for 1- and 2-byte inputs),
-// but one for 16-bit inputs that start aligned where the chunks of one leaf per thread (16384
-// elements, 32 KB blocks at five per SM against 64 KB ones at four) number at most 8192 (NOTES
-// step 98, µs: float16 2^24 21.6 -> 18.4, 2^26 49.1 -> 44.3, bfloat16 rows (32, 2^20) 31.4 ->
-// 27.7; 2^27 within 1%; from 2^28 one leaf per thread measured slower, float16 2^29 270.3 ->
-// 288.0, for a cause not measured). small=1,per=P forces P (at most canon_per).
+// but one for 16-bit inputs that start aligned (16384 elements, 32 KB blocks at five per SM
+// against 64 KB ones at four). Up to 8192 such chunks one per block (NOTES step 98, µs: float16
+// 2^24 21.6 -> 18.4, 2^26 49.1 -> 44.3, bfloat16 rows (32, 2^20) 31.4 -> 27.7; 2^27 within
+// 1%); above, one per block measured slower than two leaves (float16 2^29 270.3 -> 288.0) but
+// four per block faster (chunk_loop; NOTES step 103: 268.6 -> 263.3, bfloat16 2^28 145.0 ->
+// 142.5). small=1,per=P forces P (at most canon_per).
 template <class in_t>
-int chunk_per(int64_t M, int64_t K, bool aligned, const CanonOverride& ov) {
+int chunk_per(bool aligned, const CanonOverride& ov) {
   constexpr int most = canon_per<in_t>();
   if (most == 1 || !aligned) return most;  // (the misaligned chunks fold two leaves per lane)
   if (ov.small > 0 && ov.per > 0) return std::min(ov.per, most);
-  constexpr int64_t one = int64_t(kCanonThreads) * kCanonLeaf;
-  return sizeof(in_t) == 2 && M * ceil_div(K, one) <= 8192 ? 1 : most;
+  return sizeof(in_t) == 2 ? 1 : most;
 }
 
 // Threads per block of canon_small_kernel's chunks (each chunk threads x per leaves, a node of
@@ -582,18 +582,31 @@ int chunk_threads(int64_t M, int64_t K, int per, int sm_count, const CanonOverri
   return t;
 }
 
-// Chunks per block of canon_small_kernel's chunks (block x takes chunks x, x + grid, ...: the
-// same nodes): two where an aligned float32 output has at least 2048 of them (NOTES step 101,
-// µs against one per block in one call: 2^30 986.6 -> 964.8 (0.996x plain), 2^28 261.1 ->
-// 256.0, 2^26 78.6 -> 77.4, 2^24 26.5 / 20.8 -> 25.8 / 20.0 in a CUDA graph; rows (1024,
-// 262144), four chunks each, equal), else one; one for other inputs and misaligned views
-// (canon_small_loop_kernel is built for aligned float32 only: the same loop cost 16-bit chunks
-// 5-9%). loop=C forces C for aligned float32 chunks.
+// Chunks per block of canon_small_kernel's chunks of one leaf per thread (block x takes chunks
+// x, x + grid, ...: the same nodes; canon_small_loop_kernel), for aligned 4- and 2-byte inputs
+// (M outputs of `chunks` chunks each):
+// - float32: two where an output has at least 2048 chunks (NOTES step 101, µs against one per
+//   block in one call: 2^30 986.6 -> 964.8 (0.996x plain), 2^28 261.1 -> 256.0, 2^26 78.6 ->
+//   77.4, 2^24 26.5 / 20.8 -> 25.8 / 20.0 in a CUDA graph; rows (1024, 262144), four chunks
+//   each, equal), else one;
+// - 16-bit: four where an output has at least 8192 chunks (NOTES step 104, against two leaves
+//   per thread one chunk per block: float16 2^29 270.0 -> 262.6 µs, bfloat16 2^28 145.1 ->
+//   142.5; against one per block: float16 2^27 83.4 -> 80.9; bfloat16 2^26, 4096 chunks,
+//   43.7 -> 44.7 at two), else two where all outputs have 6 to 16 chunks per SM (the blocks
+//   of one chunk would be one to three waves at five per SM, those of two at most two at four:
+//   float16 2^24 18.8 / 12.9 -> 18.0 / 12.3 in a CUDA graph, 2^25 28.0 / 22.4 -> 27.5 / 22.0,
+//   bfloat16 rows (32, 2^20) 28.3 / 22.2 -> 27.9 / 21.5; (64, 2^20), 31 per SM, 44.0 / 38.7
+//   -> 45.1 / 37.6), else one.
+// One for misaligned views, float64 and forced two-leaf chunks (the loop kernel folds one
+// leaf per thread). loop=C forces C where the kernel loops.
 template <class in_t>
-int chunk_loop(int64_t chunks, bool aligned, const CanonOverride& ov) {
-  if (sizeof(in_t) != 4 || !aligned) return 1;
+int chunk_loop(int64_t M, int64_t chunks, bool aligned, int per, int sm_count,
+               const CanonOverride& ov) {
+  if ((sizeof(in_t) != 4 && sizeof(in_t) != 2) || !aligned || per != 1) return 1;
   if (ov.small > 0 && ov.loop > 0) return ov.loop;
-  return chunks >= 2048 ? 2 : 1;
+  if (sizeof(in_t) == 4) return chunks >= 2048 ? 2 : 1;
+  if (chunks >= 8192) return 4;
+  return M * chunks >= 6 * int64_t(sm_count) && M * chunks <= 16 * int64_t(sm_count) ? 2 : 1;
 }
 
 // Block shape: each output gets as many leaf lanes as it has leaves (up to the whole block), and
@@ -642,11 +655,11 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
       (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 &&
                         chunks_auto<in_t>(M, ceil_div(K, chunk), sm_count)))) {
     const bool aligned = reinterpret_cast<uintptr_t>(in) % 16 == 0;
-    const int per = chunk_per<in_t>(M, K, aligned, ov);
+    const int per = chunk_per<in_t>(aligned, ov);
     const int threads = chunk_threads<in_t>(M, K, per, sm_count, ov);
     const int64_t len = int64_t(threads) * kCanonLeaf * per;
     const int64_t chunks = ceil_div(K, len);
-    const int loop = chunk_loop<in_t>(chunks, aligned, ov);
+    const int loop = chunk_loop<in_t>(M, chunks, aligned, per, sm_count, ov);
     lc.small = true;
     lc.chunk = len;
     c.per = per;
@@ -931,7 +944,7 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
         return;
       }
     }
-    if constexpr (sizeof(in_t) == 4) {
+    if constexpr (sizeof(in_t) == 4 || sizeof(in_t) == 2) {
       if (lc.chunk > 0 && int64_t(lc.grid.x) < lc.cfg.splits) {  // chunk_loop: several per block
         canon_small_loop_kernel<Op, in_t, out_t><<<lc.grid, lc.block, stage, stream>>>(
             in, out, g, partials, counters, lc.chunk, lc.cfg.splits, merge);
