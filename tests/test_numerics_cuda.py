@@ -374,8 +374,8 @@ def small_per(name):
 # leaves, misaligned starts, rows whose kept stride is not a multiple of 16 bytes, steps and
 # several reduced dims do not (small=1 forces it wherever the layout allows: up to 256 or 512
 # leaves, any number of outputs). Longer outputs of that layout run in chunks of one block's
-# leaves (a leaf per thread, two for 1- and 2-byte inputs but one for aligned 16-bit ones:
-# chunk_per_default; 64 to 256 threads: chunk_threads_default; one or several chunks per
+# leaves (a leaf per thread, two for 1- and 2-byte inputs but mostly one for aligned 16-bit
+# ones: chunk_per_default; 64 to 256 threads: chunk_threads_default; one or several chunks per
 # block: chunk_loop_default), where chunks_default says so, and wherever small=1: partial last
 # chunks, merges of 3 to 301 chunk nodes (two per merging thread), several outputs.
 def chunk_len(dtype):
@@ -384,13 +384,15 @@ def chunk_len(dtype):
     return 16384 * (2 if dtype.itemsize <= 2 else 1)
 
 
-def chunk_per_default(dtype, aligned=True):
+def chunk_per_default(dtype, m, k, aligned=True):
     """launch.cuh's chunk_per: leaves per thread of the chunks (canon_small_kernel's kL): two
-    for 1- and 2-byte inputs, but one for 16-bit ones that start aligned."""
+    for 1- and 2-byte inputs, but one for 16-bit ones that start aligned where their chunks of
+    one leaf per thread number at most 8192 in all or at least 8192 per output."""
     most = 2 if dtype.itemsize <= 2 else 1
     if most == 1 or not aligned:
         return most
-    return 1 if dtype.itemsize == 2 else most
+    chunks = -(-k // 16384)
+    return 1 if dtype.itemsize == 2 and (m * chunks <= 8192 or chunks >= 8192) else most
 
 
 def chunk_threads_default(dtype, m, k, per, sms):
@@ -504,13 +506,15 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     (torch.float32, ((1 << 20) + 100,), True), (torch.float32, ((1 << 19) + 5,), True),
     (torch.float32, ((1 << 24) + 64,), True), (torch.float32, ((1 << 24) - 64,), True),
     (torch.bfloat16, ((1 << 24) + 8,), True), (torch.float16, (2, (1 << 24) + 64), True),
-    (torch.float16, (4, (1 << 24) + 64), True), (torch.bfloat16, (16, (1 << 21) + 64), True)],
+    (torch.float16, (4, (1 << 24) + 64), True), (torch.bfloat16, (16, (1 << 21) + 64), True),
+    (torch.bfloat16, (1024, 131072 + 64), True)],
     ids=str)
 def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
     """Full sums and rows take canon_small_kernel in chunks by default where launch.cuh's
     chunks_auto says so (chunks_default here; the float32 2^28 + 5 sum merges 16385 chunk
     nodes, 128 per merging thread), of the leaves per thread that chunk_per says (aligned
-    16-bit inputs: one), the threads per block that chunk_threads says (float32: 128 up to 2048
+    16-bit inputs: one, but two for bfloat16 (1024, 131072 + 64), 9216 chunks of one leaf in
+    all, nine per row), the threads per block that chunk_threads says (float32: 128 up to 2048
     chunks, as (64, 65600), 256 from 2^24 + 64; 2^20 + 100: 257 chunks of 64 threads, 8 nodes
     per merging thread; float16 2^21 + 8: 257 of 128) and the chunks per block that chunk_loop
     says (float32 two from 2048 chunks: 2^24 - 64, 2^26 + 100, 2^28 + 5; 16-bit four from 8192
@@ -539,7 +543,7 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
     name, grid, block = canon_launch()
     assert is_small_kernel(name) == chunked, name
     if chunked:
-        per = chunk_per_default(dtype)
+        per = chunk_per_default(dtype, m, k)
         threads = chunk_threads_default(dtype, m, k, per, sms)
         chunks = -(-k // (threads * 64 * per))
         loop = chunk_loop_default(dtype, m, chunks, per, sms)
@@ -553,7 +557,7 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
                  "per=2,threads=64", "loop=2", "loop=3", "threads=64,loop=64"):
         monkeypatch.setenv("TREDUCE_CANON_LAUNCH", f"small=1,{spec}")
         force = dict(kv.split("=") for kv in spec.split(","))
-        per = min(int(force["per"]), most) if "per" in force else chunk_per_default(dtype)
+        per = min(int(force["per"]), most) if "per" in force else chunk_per_default(dtype, m, k)
         threads = (int(force["threads"]) if "threads" in force
                    else chunk_threads_default(dtype, m, k, per, sms))
         chunks = -(-k // (threads * 64 * per))

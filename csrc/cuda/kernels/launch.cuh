@@ -549,17 +549,20 @@ bool chunks_auto(int64_t M, int64_t chunks, int sm_count) {
 
 // Leaves per thread of canon_small_kernel's chunks: canon_per (two for 1- and 2-byte inputs),
 // but one for 16-bit inputs that start aligned (16384 elements, 32 KB blocks at five per SM
-// against 64 KB ones at four). Up to 8192 such chunks one per block (NOTES step 98, µs: float16
-// 2^24 21.6 -> 18.4, 2^26 49.1 -> 44.3, bfloat16 rows (32, 2^20) 31.4 -> 27.7; 2^27 within
-// 1%); above, one per block measured slower than two leaves (float16 2^29 270.3 -> 288.0) but
-// four per block faster (chunk_loop; NOTES step 103: 268.6 -> 263.3, bfloat16 2^28 145.0 ->
-// 142.5). small=1,per=P forces P (at most canon_per).
+// against 64 KB ones at four) where such chunks number at most 8192 in all (NOTES step 98, µs:
+// float16 2^24 21.6 -> 18.4, 2^26 49.1 -> 44.3, bfloat16 rows (32, 2^20) 31.4 -> 27.7; 2^27
+// within 1%) or where an output has at least 8192 of them, which chunk_loop takes four per
+// block (NOTES step 104: float16 2^29 270.0 -> 262.6). More of them one per block measured
+// slower than two leaves (float16 2^29 270.3 -> 288.0, step 98): many outputs of fewer
+// chunks, such as bfloat16 rows (1024, 2^18), keep two (not measured in loops: step 107).
+// small=1,per=P forces P (at most canon_per).
 template <class in_t>
-int chunk_per(bool aligned, const CanonOverride& ov) {
+int chunk_per(int64_t M, int64_t K, bool aligned, const CanonOverride& ov) {
   constexpr int most = canon_per<in_t>();
   if (most == 1 || !aligned) return most;  // (the misaligned chunks fold two leaves per lane)
   if (ov.small > 0 && ov.per > 0) return std::min(ov.per, most);
-  return sizeof(in_t) == 2 ? 1 : most;
+  const int64_t chunks = ceil_div(K, int64_t(kCanonThreads) * kCanonLeaf);  // of one leaf each
+  return sizeof(in_t) == 2 && (M * chunks <= 8192 || chunks >= 8192) ? 1 : most;
 }
 
 // Threads per block of canon_small_kernel's chunks (each chunk threads x per leaves, a node of
@@ -655,7 +658,7 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
       (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 &&
                         chunks_auto<in_t>(M, ceil_div(K, chunk), sm_count)))) {
     const bool aligned = reinterpret_cast<uintptr_t>(in) % 16 == 0;
-    const int per = chunk_per<in_t>(aligned, ov);
+    const int per = chunk_per<in_t>(M, K, aligned, ov);
     const int threads = chunk_threads<in_t>(M, K, per, sm_count, ov);
     const int64_t len = int64_t(threads) * kCanonLeaf * per;
     const int64_t chunks = ceil_div(K, len);
