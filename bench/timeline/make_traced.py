@@ -37,5 +37,17 @@ ins("    if (m.last && ty == 0 && o0 < M) store(o0, m.a);", "\n    if (m.last) T
 ins("      if (cluster_rank() != 0) return;", "      TR_MARK(3);\n", after=False)
 ins("      cluster_bar_wait(cluster_bar, 0);", "\n      TR_MARK(4);")
 ins("      tree_over_y<Op, 1>(a, X, ym, tid, sm);\n      const int64_t o0 = int64_t(blockIdx.x) * X + tx;\n      if (ty == 0 && o0 < M) store(o0, a);", "\n      TR_MARK(6);")
+# canon_small_kernel and canon_small_loop_kernel (chunks; the loop kernel's marks 1-2 are its
+# last chunk's): entry, the node's leaves folded and its block tree, the merge's arrival
+ins("  const acc_t a =\n      canon_small_node<Op, in_t, kL, kUnaligned>(", "  TR_MARK(0);\n", after=False)
+ins("  acc_t* const slots = partials + o * int64_t(chunks);\n", "  TR_MARK(0);\n")
+ins("  tree_over_y<Op, 1>(a, 1, static_cast<int>(blockDim.x), tid, sm);\n  return a[0];",
+    "  TR_MARK(1);\n", after=False)
+ins("  TR_MARK(1);\n  tree_over_y<Op, 1>(a, 1, static_cast<int>(blockDim.x), tid, sm);\n",
+    "  TR_MARK(2);\n")
+ins("  const Merged<typename Op::acc_t, 1> m = merge_tile_splits<Op, 1>(", "  TR_MARK(3);\n",
+    after=False)
+ins("    out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(m.a[0], g.reduce_len, g.num_outputs));",
+    "\n  if (m.last) TR_MARK(6);")
 open(p, "w").write(s)
 print(dst, "marks:", s.count("TR_MARK(") - 1)

@@ -1,4 +1,5 @@
-// Per-block timelines of the canonical float32 sums (bench/NOTES.md step 64). Thread 0 of each
+// Per-block timelines of the canonical float32 sums (bench/NOTES.md step 64; canon_small_kernel's
+// chunks and the mid dims since step 108). Thread 0 of each
 // block records %globaltimer at kernel entry (0), before (1) and after (2) the round's tree,
 // before (3) and after (4) the arrival, after the merge's loads (5) and at the output store (6).
 // Prints, per case, the launch shape, the time per launch back to back (and the plain kernel's),
@@ -18,9 +19,16 @@ using namespace treduce;
 using W = WideSumOp<float>;
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
 
-static Geometry geom(int64_t M, int64_t K) {
+// M rows of K (C = 1), or mid dims (M / C, K, C) reduced over K.
+static Geometry geom(int64_t M, int64_t K, int64_t C = 1) {
   Geometry g;
   g.num_outputs = M; g.reduce_len = K;
+  if (C > 1) {
+    g.kept.ndim = 2; g.kept.sizes[0] = M / C; g.kept.in_strides[0] = K * C; g.kept.out_strides[0] = C;
+    g.kept.sizes[1] = C; g.kept.in_strides[1] = 1; g.kept.out_strides[1] = 1;
+    g.red.ndim = 1; g.red.sizes[0] = K; g.red.in_strides[0] = C;
+    return g;
+  }
   g.kept.ndim = M > 1 ? 1 : 0; g.kept.sizes[0] = M; g.kept.in_strides[0] = K; g.kept.out_strides[0] = 1;
   g.red.ndim = 1; g.red.sizes[0] = K; g.red.in_strides[0] = 1;
   return g;
@@ -41,10 +49,12 @@ int main(int argc, char** argv) {
   char* flush; CK(cudaMalloc(&flush, 256 << 20));
   cudaStream_t st; CK(cudaStreamCreate(&st));
   cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
-  struct Case { const char* name; int64_t M, K; } cases[] = {
-      {"2^16", 1, 1 << 16}, {"2^20", 1, 1 << 20}, {"2^22", 1, 1 << 22}, {"(64,65536)", 64, 65536}, {"(8,131072)", 8, 131072}};
+  struct Case { const char* name; int64_t M, K, C; } cases[] = {
+      {"2^16", 1, 1 << 16, 1}, {"2^20", 1, 1 << 20, 1}, {"2^22", 1, 1 << 22, 1},
+      {"(64,65536)", 64, 65536, 1}, {"(8,131072)", 8, 131072, 1},
+      {"(1024,1024,2) d1", 2048, 1024, 2}, {"(8,65536,4) d1", 32, 65536, 4}};
   for (auto& cs : cases) {
-    Geometry g = launch_geometry(geom(cs.M, cs.K), 4);
+    Geometry g = launch_geometry(geom(cs.M, cs.K, cs.C), 4);
     CanonLaunch lc = plan_canon<W, float, float>(g, in, sms, CanonOverride{}, true);
     const int blocks = lc.grid.x * lc.grid.y;
     // back-to-back time per launch (no flush), then traced launches with and without a flush
@@ -60,8 +70,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 200; ++i) run_launch<SumOp<float>, float, float>(pl, g, in, out, reinterpret_cast<float*>(part), cnt, st);
     CK(cudaEventRecord(e1, st)); CK(cudaEventSynchronize(e1));
     float pms; cudaEventElapsedTime(&pms, e0, e1);
-    printf("\n%s: grid %u x %u, block %u, lat %d, splits %d, rounds/split %lld, merge/thread %d; back-to-back %.2f us/launch (plain: grid %u x %u, %.2f)\n",
-           cs.name, lc.grid.x, lc.grid.y, lc.block.x, int(lc.lat), lc.cfg.splits, (long long)lc.cfg.rounds_per_split,
+    printf("\n%s: grid %u x %u, block %u, lat %d, small %d, chunk %lld, splits %d, rounds/split %lld, merge/thread %d; back-to-back %.2f us/launch (plain: grid %u x %u, %.2f)\n",
+           cs.name, lc.grid.x, lc.grid.y, lc.block.x, int(lc.lat), int(lc.small), (long long)lc.chunk, lc.cfg.splits, (long long)lc.cfg.rounds_per_split,
            lc.cfg.merge_per_thread, ms * 1000 / 200, pl.grid.x, pl.grid.y, pms * 1000 / 200);
     for (int fl = 0; fl < 2; ++fl) {
       std::vector<std::vector<double>> ev(7), evmax(7), last(7);
