@@ -1146,7 +1146,7 @@ __global__ void __launch_bounds__(kCanonThreads)
 }
 
 // Aligned chunks of one leaf per thread, several per block (launch.cuh's chunk_loop: float32
-// two per block from 2048 chunks, 2% faster at 2^28-2^30, NOTES step 101; 16-bit four above
+// two per block from 2048 chunks, 2% faster at 2^28-2^30, NOTES step 101; 16-bit four from
 // 8192 chunks, 2% faster than two-leaf chunks at float16 2^29, NOTES steps 103-104): block (x,
 // y) takes chunks x, x + gridDim.x, ... below `chunks` of output y, each canon_small_kernel's
 // node stored at partials[y * chunks + q]: the same nodes, the same tree. A kernel of its own:

@@ -547,6 +547,15 @@ bool chunks_auto(int64_t M, int64_t chunks, int sm_count) {
   return 2 * M <= sm_count && total >= 128;
 }
 
+// Chunks of one leaf per thread that an aligned 16-bit output must have for chunk_loop's four per
+// block; chunk_per gives such outputs one leaf per thread.
+constexpr int64_t kChunkLoopFour = 8192;
+
+// Inputs whose aligned chunks of one leaf per thread may run several per block
+// (canon_small_loop_kernel is instantiated for these only).
+template <class in_t>
+constexpr bool chunks_loop() { return sizeof(in_t) == 4 || sizeof(in_t) == 2; }
+
 // Leaves per thread of canon_small_kernel's chunks: canon_per (two for 1- and 2-byte inputs),
 // but one for 16-bit inputs that start aligned (16384 elements, 32 KB blocks at five per SM
 // against 64 KB ones at four) where such chunks number at most 8192 in all (NOTES step 98, µs:
@@ -562,7 +571,7 @@ int chunk_per(int64_t M, int64_t K, bool aligned, const CanonOverride& ov) {
   if (most == 1 || !aligned) return most;  // (the misaligned chunks fold two leaves per lane)
   if (ov.small > 0 && ov.per > 0) return std::min(ov.per, most);
   const int64_t chunks = ceil_div(K, int64_t(kCanonThreads) * kCanonLeaf);  // of one leaf each
-  return sizeof(in_t) == 2 && (M * chunks <= 8192 || chunks >= 8192) ? 1 : most;
+  return sizeof(in_t) == 2 && (M * chunks <= 8192 || chunks >= kChunkLoopFour) ? 1 : most;
 }
 
 // Threads per block of canon_small_kernel's chunks (each chunk threads x per leaves, a node of
@@ -605,10 +614,10 @@ int chunk_threads(int64_t M, int64_t K, int per, int sm_count, const CanonOverri
 template <class in_t>
 int chunk_loop(int64_t M, int64_t chunks, bool aligned, int per, int sm_count,
                const CanonOverride& ov) {
-  if ((sizeof(in_t) != 4 && sizeof(in_t) != 2) || !aligned || per != 1) return 1;
+  if (!chunks_loop<in_t>() || !aligned || per != 1) return 1;
   if (ov.small > 0 && ov.loop > 0) return ov.loop;
   if (sizeof(in_t) == 4) return chunks >= 2048 ? 2 : 1;
-  if (chunks >= 8192) return 4;
+  if (chunks >= kChunkLoopFour) return 4;
   return M * chunks >= 6 * int64_t(sm_count) && M * chunks <= 16 * int64_t(sm_count) ? 2 : 1;
 }
 
@@ -947,7 +956,7 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
         return;
       }
     }
-    if constexpr (sizeof(in_t) == 4 || sizeof(in_t) == 2) {
+    if constexpr (chunks_loop<in_t>()) {
       if (lc.chunk > 0 && int64_t(lc.grid.x) < lc.cfg.splits) {  // chunk_loop: several per block
         canon_small_loop_kernel<Op, in_t, out_t><<<lc.grid, lc.block, stage, stream>>>(
             in, out, g, partials, counters, lc.chunk, lc.cfg.splits, merge);
