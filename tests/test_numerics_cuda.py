@@ -281,14 +281,15 @@ def is_latency_kernel(name):
 # (shape, dims, the latency kernel expected by default): sizes whose default plan takes it (one
 # cluster of up to 16 one-round splits per output, blocks of 32 to 256 threads; or the planned
 # splits in a cluster: (64, 4096, 8) over dim 1, 8 output lanes x 2 splits) and some that do not
-# (more blocks than SMs; 16 splits of 4 output lanes; many splits; no splits; at most 256
-# aligned leaves, which canon_small_kernel takes: the forced lat=1 runs below take the latency
-# kernel there).
+# (more blocks than SMs; 16 splits of 4 output lanes; many splits; no splits, though at most a
+# block per SM; at most 256 aligned leaves, which canon_small_kernel takes: the forced lat=1
+# runs below take the latency kernel there).
 LATENCY_CASES = [((17,), None, False), ((1000,), None, False), ((8192,), None, False),
                  ((16384 + 17,), None, True), ((65536,), None, True), ((65536 + 100,), None, True),
                  (((1 << 18) - 5,), None, True), ((8, 131072), [1], True),
                  ((64, 4096, 8), [1], True), ((3, 70000), [1], True),
                  ((64, 65536), [1], False), ((8, 65536, 4), [1], False),
+                 ((1024, 1024, 2), [1], False),
                  (((1 << 22) + 3,), None, False), ((2048, 8192), [1], False)]
 
 
@@ -362,9 +363,19 @@ def is_loop_kernel(name):
     return "canon_small_loop_kernel<" in name
 
 
+def small_args(name):
+    """canon_small_kernel<Op, in_t, out_t, kL, kUnaligned, kCluster>'s last three arguments."""
+    return canon_args(name)[-3:]
+
+
 def small_per(name):
     """The leaves per thread (kL) of a canon_small_kernel or canon_small_loop_kernel launch."""
-    return "1" if is_loop_kernel(name) else canon_args(name)[-2]
+    return "1" if is_loop_kernel(name) else small_args(name)[0]
+
+
+def is_cluster_chunks(name):
+    """canon_small_kernel<..., kCluster = true>: an output's chunks merged in a cluster."""
+    return "canon_small_kernel<" in name and small_args(name)[2] == "true"
 
 
 # (shape, dims, view). Full sums and rows of at most 256 leaves per output that start aligned
@@ -387,12 +398,12 @@ def chunk_len(dtype):
 def chunk_per_default(dtype, m, k, aligned=True):
     """launch.cuh's chunk_per: leaves per thread of the chunks (canon_small_kernel's kL): two
     for 1- and 2-byte inputs, but one for 16-bit ones that start aligned where their chunks of
-    one leaf per thread number at most 8192 in all or at least 8192 per output."""
+    one leaf per thread number at most 8192 in all or at least 8 per output."""
     most = 2 if dtype.itemsize <= 2 else 1
     if most == 1 or not aligned:
         return most
     chunks = -(-k // 16384)
-    return 1 if dtype.itemsize == 2 and (m * chunks <= 8192 or chunks >= 8192) else most
+    return 1 if dtype.itemsize == 2 and (m * chunks <= 8192 or chunks >= 8) else most
 
 
 def chunk_threads_default(dtype, m, k, per, sms):
@@ -413,17 +424,26 @@ def chunk_loop_default(dtype, m, chunks, per, sms, forced=None):
     """launch.cuh's chunk_loop: chunks per block (block x takes chunks x, x + grid, ...), for
     aligned chunks of one leaf per thread (`forced`, loop=C, where the kernel loops) of m
     outputs of `chunks` chunks: float32 two where an output has at least 2048 chunks, else one;
-    16-bit four where an output has at least 8192, else two where all have 6 to 16 per SM, else
-    one."""
+    16-bit four where an output has at least 8192 or all have more than 8192, else two where all
+    have 6 to 16 per SM, else one."""
     if dtype.itemsize not in (2, 4) or per != 1:
         return 1
     if forced is not None:
         return forced
     if dtype.itemsize == 4:
         return 2 if chunks >= 2048 else 1
-    if chunks >= 8192:
+    if chunks >= 8192 or m * chunks > 8192:
         return 4
     return 2 if 6 * sms <= m * chunks <= 16 * sms else 1
+
+
+def chunk_cluster_default(dtype, chunks, per, loop, forced=None):
+    """launch.cuh's chunk_cluster: an output's aligned float32 or 16-bit chunks of one leaf per
+    thread, one per block, 2 to 8 of them, merged in a thread-block cluster (unless `forced`
+    is cluster=0)."""
+    if dtype.itemsize not in (2, 4) or per != 1 or loop != 1 or not 2 <= chunks <= 8:
+        return False
+    return forced is not False
 
 
 def chunks_default(dtype, m, k, sms):
@@ -507,24 +527,33 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     (torch.float32, ((1 << 24) + 64,), True), (torch.float32, ((1 << 24) - 64,), True),
     (torch.bfloat16, ((1 << 24) + 8,), True), (torch.float16, (2, (1 << 24) + 64), True),
     (torch.float16, (4, (1 << 24) + 64), True), (torch.bfloat16, (16, (1 << 21) + 64), True),
-    (torch.bfloat16, (1024, 131072 + 64), True)],
+    (torch.bfloat16, (1024, 131072 + 64), True), (torch.float32, (64, 65536), True),
+    (torch.float32, (40, 65536 - 100), True), (torch.float32, (48, 5 * 8192 - 8), True),
+    (torch.bfloat16, (48, 131072), True), (torch.float16, (520, 1 << 18), True),
+    (torch.bfloat16, (1640, 81920), True)],
     ids=str)
 def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
     """Full sums and rows take canon_small_kernel in chunks by default where launch.cuh's
     chunks_auto says so (chunks_default here; the float32 2^28 + 5 sum merges 16385 chunk
     nodes, 128 per merging thread), of the leaves per thread that chunk_per says (aligned
-    16-bit inputs: one, but two for bfloat16 (1024, 131072 + 64), 9216 chunks of one leaf in
-    all, nine per row), the threads per block that chunk_threads says (float32: 128 up to 2048
+    16-bit inputs: one, but two for bfloat16 (1640, 81920), 8200 chunks of one leaf in all,
+    five per row), the threads per block that chunk_threads says (float32: 128 up to 2048
     chunks, as (64, 65600), 256 from 2^24 + 64; 2^20 + 100: 257 chunks of 64 threads, 8 nodes
     per merging thread; float16 2^21 + 8: 257 of 128) and the chunks per block that chunk_loop
     says (float32 two from 2048 chunks: 2^24 - 64, 2^26 + 100, 2^28 + 5; 16-bit four from 8192
     chunks: bfloat16 2^27, 2048 blocks, float16 2^27 + 8, 8193 chunks in 2049 blocks, the last
-    with one; else two where all outputs have 6 to 16 chunks per SM: bfloat16 2^24 + 8, 1025
-    chunks, float16 (2, 2^24 + 64), 1025 each, bfloat16 (16, 2^21 + 64), 129 each, 2064 in
-    all; one below and above: bfloat16 (32, 131072 + 64), 288 in all, float16 (4, 2^24 + 64),
-    4100), with the CPU's bits either way, call after call (the counters are left at zero),
-    and with the leaves per thread (small=1,per=1 and per=2), the threads per block
-    (threads=64, 128, 256) or the chunks per block (loop=2, 3, 64) forced."""
+    with one; or more than 8192 in all and at least 8 per output: float16 (520, 2^18), 8320
+    in all, bfloat16 (1024, 131072 + 64), 9 per row in 3 blocks;
+    else two where all outputs have 6 to 16 chunks per SM: bfloat16 2^24 + 8, 1025 chunks,
+    float16 (2, 2^24 + 64), 1025 each, bfloat16 (16, 2^21 + 64), 129 each, 2064 in all; one
+    below and above: bfloat16 (32, 131072 + 64), 288 in all, float16 (4, 2^24 + 64), 4100),
+    merged in a
+    cluster where chunk_cluster says so (float32 (64, 65536), 8 chunks each; (40, 65436), the
+    last of the 8 partial; (48, 40952), 5; (512, 131072 + 64), 9 at 256 threads, not; bfloat16
+    (48, 131072), 8), with the CPU's bits
+    either way, call after call (the counters are left at zero), and with the leaves per thread
+    (small=1,per=1 and per=2), the threads per block (threads=64, 128, 256), the chunks per
+    block (loop=2, 3, 64) or the cluster (cluster=0, 1) forced."""
     m, k = math.prod(shape) // shape[-1], shape[-1]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     assert chunked == chunks_default(dtype, m, k, sms)
@@ -550,11 +579,14 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
         assert small_per(name) == str(per) and is_loop_kernel(name) == (loop > 1), name
         assert (block[0], grid[0], grid[1]) == (threads, -(-chunks // loop), m), \
             (name, grid, block)
+        cluster = chunk_cluster_default(dtype, chunks, per, loop)
+        assert is_cluster_chunks(name) == cluster, name
     assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean")
     for _ in range(3):
         assert_bits(torch.ops.treduce.sum(xc, dims), want, "sum")
     for spec in ("per=1", "per=2", "threads=64", "threads=128", "threads=256",
-                 "per=2,threads=64", "loop=2", "loop=3", "threads=64,loop=64"):
+                 "per=2,threads=64", "loop=2", "loop=3", "threads=64,loop=64", "cluster=0",
+                 "cluster=1", "threads=256,cluster=1"):
         monkeypatch.setenv("TREDUCE_CANON_LAUNCH", f"small=1,{spec}")
         force = dict(kv.split("=") for kv in spec.split(","))
         per = min(int(force["per"]), most) if "per" in force else chunk_per_default(dtype, m, k)
@@ -563,8 +595,12 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
         chunks = -(-k // (threads * 64 * per))
         loop = chunk_loop_default(dtype, m, chunks, per, sms,
                                   int(force["loop"]) if "loop" in force else None)
+        cluster = chunk_cluster_default(dtype, chunks, per, loop,
+                                        bool(int(force["cluster"])) if "cluster" in force
+                                        else None)
         name, grid, block = canon_launch()
         assert small_per(name) == str(per) and is_loop_kernel(name) == (loop > 1), (spec, name)
+        assert is_cluster_chunks(name) == cluster, (spec, name)
         assert (block[0], grid[0]) == (threads, -(-chunks // loop)), (spec, grid, block)
         assert_bits(torch.ops.treduce.sum(xc, dims), want, f"sum {spec}")
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
@@ -601,7 +637,7 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
                 names = kernels_run(lambda: torch.ops.treduce.sum(vc, dims))
                 assert any(map(is_small_kernel, names)) == expect, (s, spec, names)
                 # canon_small_kernel<..., kUnaligned = true> exactly for chunks off a boundary
-                off = [is_small_kernel(nm) and canon_args(nm)[-1] == "true" for nm in names]
+                off = [is_small_kernel(nm) and small_args(nm)[1] == "true" for nm in names]
                 assert any(off) == (expect and vc.data_ptr() % 16 != 0), (s, spec, names)
             assert_bits(torch.ops.treduce.sum(vc, dims), want, f"x[{s}:] {spec}")
             assert_bits(torch.ops.treduce.mean(vc, dims), want_mean, f"mean x[{s}:] {spec}")
@@ -678,7 +714,7 @@ def test_cuda_column_tiles_split_for_whole_waves(monkeypatch):
 def test_launch_override_is_validated(monkeypatch):
     x = torch.randn(1000, device="cuda")
     for bad in ("y=3", "y=512", "splits=0", "rounds=3", "per=3", "lat=2", "small=2", "grid=4",
-                "threads=32", "threads=96", "loop=0", "loop=65", "fast"):
+                "threads=32", "threads=96", "loop=0", "loop=65", "cluster=2", "fast"):
         monkeypatch.setenv("TREDUCE_CANON_LAUNCH", bad)
         with pytest.raises(RuntimeError, match="TREDUCE_CANON_LAUNCH"):
             torch.ops.treduce.sum(x)

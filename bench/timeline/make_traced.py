@@ -49,5 +49,14 @@ ins("  const Merged<typename Op::acc_t, 1> m = merge_tile_splits<Op, 1>(", "  TR
     after=False)
 ins("    out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(m.a[0], g.reduce_len, g.num_outputs));",
     "\n  if (m.last) TR_MARK(6);")
+# ... and the chunks merged in a cluster (kCluster): before the cluster's wait, the first
+# block's nodes in, the output stored
+ins("    cluster_wait();  // every block of the cluster has started (every thread takes part)\n"
+    "    if (blockIdx.x != 0) {", "    TR_MARK(3);\n", after=False)
+ins("    cluster_bar_wait(cluster_bar, 0);\n    acc_t b[1]", "", after=True)
+s = s.replace("    cluster_bar_wait(cluster_bar, 0);\n    acc_t b[1]",
+              "    cluster_bar_wait(cluster_bar, 0);\n    TR_MARK(4);\n    acc_t b[1]")
+ins("          from_acc<out_t>(Op::finalize(b[0], g.reduce_len, g.num_outputs));",
+    "\n    TR_MARK(6);")
 open(p, "w").write(s)
 print(dst, "marks:", s.count("TR_MARK(") - 1)

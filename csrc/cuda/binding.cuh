@@ -67,7 +67,9 @@ void run_cuda(const Plan& plan, at::Tensor& out) {
 // a node of the tree that one block computes), the latency kernel off (L = 0) or wherever the
 // shape allows it (L = 1) and the one-block-per-output kernel off (T = 0) or wherever the
 // layout allows it (T = 1); with small=1, "threads=N" and "loop=C" force its chunks' threads
-// per block and (aligned float32 and 16-bit chunks of one leaf per thread) chunks per block;
+// per block and (aligned float32 and 16-bit chunks of one leaf per thread) chunks per block,
+// and "cluster=U" an output's chunks merged in a thread-block cluster (U = 1, where one block
+// takes each and there are at most 8) or through global memory (U = 0);
 // "plain" sends floating sums and means to the plain kernels (float accumulators) instead (the
 // bench's baseline). See reduce_cuda.cu.
 struct CanonMode {

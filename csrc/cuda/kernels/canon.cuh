@@ -38,6 +38,7 @@ namespace treduce {
 constexpr int kCanonThreads = 256;
 constexpr int kCanonLevels = 21;         // binary-counter levels: at most 2^20 rounds per split
 constexpr int kClusterSlots = 32;        // the latency kernel: splits x output lanes at most
+constexpr int kChunkCluster = 8;         // canon_small_kernel's chunks merged in a cluster: at most
 
 struct CanonConfig {
   int X;                     // output lanes per block (power of two)
@@ -713,8 +714,9 @@ constexpr int canon_min_blocks(int vec, bool lat) {
 // the host chooses it, launch.cuh): a block may be X * Y < kCanonThreads threads, a staged
 // leaf's two phases are loaded together and a lone lane's leaf in batches of sixteen (one memory
 // latency per leaf instead of two), and the splits of a tile are the blocks of one thread-block
-// cluster (gridDim.y = splits <= 16, one split each, splits <= Y, splits * X <= kClusterSlots,
-// as 16-bit inputs leave only 512 bytes of the 48 KB of static shared memory): each block
+// cluster (gridDim.y = splits <= 16, one split each, splits <= Y, splits * X <= kClusterSlots;
+// 64 slots fit, but took (8, 65536, 4)'s 16 splits of 4 lanes there, 0.6 µs slower in a CUDA
+// graph: NOTES step 110): each block
 // stores its node into the shared memory of the cluster's first block (st.async), which waits
 // for their bytes on an mbarrier and merges them, in place of the partials in global memory
 // and the atomic arrival (merge_tile_splits). The same nodes and the same tree: the bits do not
@@ -1118,14 +1120,32 @@ __device__ __forceinline__ void merge_chunk_nodes(const typename Op::acc_t* slot
 // 90); canon_small_loop_kernel (below) takes several chunks per block. kUnaligned: chunks that
 // start off a 16-byte boundary (views such as x[1:]; launch.cuh's chunk_rows), whole leaves
 // through fold_small_unaligned, the rest element by element.
-template <class Op, class in_t, class out_t, int kL = 1, bool kUnaligned = false>
+//
+// kCluster (aligned chunks, 2 to kChunkCluster per output, one per block: launch.cuh's
+// chunk_cluster): an output's chunks are the blocks of one thread-block cluster (along x,
+// gridDim.x = chunks = the cluster's size, rank blockIdx.x). Each block stores its node into
+// the shared memory of the cluster's first block (st.async, counted on that block's mbarrier),
+// which merges them by the same tree over the chunk index and stores the output: in place of
+// the partials in global memory, the fence and the atomic arrival, whose round trips took
+// about 2 µs after the last block's node (bench/timeline, NOTES step 110). The same nodes and
+// tree: the bits do not change; partials and counters go unused.
+template <class Op, class in_t, class out_t, int kL = 1, bool kUnaligned = false,
+          bool kCluster = false>
 __global__ void __launch_bounds__(kCanonThreads)
     canon_small_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
                        typename Op::acc_t* __restrict__ partials, unsigned* __restrict__ counters,
                        int64_t chunk, int merge_per_thread) {
+  static_assert(!kCluster || (kL == 1 && !kUnaligned), "clusters of aligned one-leaf chunks");
   using acc_t = typename Op::acc_t;
   __shared__ acc_t sm[kCanonThreads];
   extern __shared__ __align__(16) unsigned char small_stage[];
+  // kCluster: the chunk nodes, in the cluster's first block, then that block's mbarrier.
+  __shared__ __align__(16) acc_t cluster_nodes[kCluster ? kChunkCluster + 16 / sizeof(acc_t) : 1];
+  uint64_t* const cluster_bar = reinterpret_cast<uint64_t*>(cluster_nodes + kChunkCluster);
+  if constexpr (kCluster) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) cluster_bar_init(cluster_bar, 1);
+    cluster_arrive_relaxed();  // this block has started (and the first block's mbarrier exists)
+  }
   const int64_t o = chunk > 0 ? blockIdx.y : blockIdx.x;
   const int64_t c0 = chunk > 0 ? int64_t(blockIdx.x) * chunk : 0;  // the chunk's first element
   const int64_t K = chunk > 0 ? min(chunk, g.reduce_len - c0) : g.reduce_len;
@@ -1135,6 +1155,24 @@ __global__ void __launch_bounds__(kCanonThreads)
       canon_small_node<Op, in_t, kL, kUnaligned>(p, K, g, tid, lane, sm, small_stage);
   if (chunk == 0) {
     if (tid == 0) out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(a, K, g.num_outputs));
+    return;
+  }
+  if constexpr (kCluster) {
+    cluster_wait();  // every block of the cluster has started (every thread takes part)
+    if (blockIdx.x != 0) {  // this chunk's node, to the cluster's first block; then done
+      if (tid == 0) cluster_store_async(&cluster_nodes[blockIdx.x], a, cluster_bar, 0);
+      return;
+    }
+    const int n = static_cast<int>(gridDim.x);
+    if (tid == 0) cluster_bar_expect(cluster_bar, static_cast<unsigned>((n - 1) * sizeof(acc_t)));
+    cluster_bar_wait(cluster_bar, 0);
+    acc_t b[1] = {tid == 0 ? a : tid < n ? cluster_nodes[tid] : Op::identity()};
+    int ym = 1;
+    while (ym < n) ym <<= 1;
+    tree_over_y<Op, 1>(b, 1, ym, tid, sm);  // (ym <= kChunkCluster: warp shuffles only)
+    if (tid == 0)
+      out[g.kept.out_offset(o)] =
+          from_acc<out_t>(Op::finalize(b[0], g.reduce_len, g.num_outputs));
     return;
   }
   acc_t* const slots = partials + o * int64_t(gridDim.x);

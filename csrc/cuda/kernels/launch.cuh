@@ -131,18 +131,19 @@ int occupancy(Kernel kernel, int threads) {
   return n > 0 ? n : 1;
 }
 
-// A launch configuration with clusters of `cy` blocks along y; `at` holds its attribute.
-inline cudaLaunchConfig_t cluster_config(dim3 grid, dim3 block, unsigned cy, cudaStream_t stream,
-                                         cudaLaunchAttribute& at) {
+// A launch configuration with clusters of `cluster` blocks (cluster.x along x, cluster.y along
+// y) and `smem` bytes of dynamic shared memory; `at` holds its attribute.
+inline cudaLaunchConfig_t cluster_config(dim3 grid, dim3 block, dim3 cluster, size_t smem,
+                                         cudaStream_t stream, cudaLaunchAttribute& at) {
   at = cudaLaunchAttribute{};
   at.id = cudaLaunchAttributeClusterDimension;
-  at.val.clusterDim.x = 1;
-  at.val.clusterDim.y = cy;
+  at.val.clusterDim.x = cluster.x;
+  at.val.clusterDim.y = cluster.y;
   at.val.clusterDim.z = 1;
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
-  cfg.dynamicSmemBytes = 0;
+  cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cfg.attrs = &at;
   cfg.numAttrs = 1;
@@ -160,7 +161,8 @@ int max_cluster(Kernel kernel, int threads) {
   }
   for (unsigned s = 16; s > 1; s /= 2) {
     cudaLaunchAttribute at;
-    const cudaLaunchConfig_t cfg = cluster_config(dim3(1, s, 1), dim3(threads), s, nullptr, at);
+    const cudaLaunchConfig_t cfg =
+        cluster_config(dim3(1, s, 1), dim3(threads), dim3(1, s, 1), 0, nullptr, at);
     int n = 0;
     if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) == cudaSuccess && n > 0)
       return static_cast<int>(s);
@@ -169,13 +171,14 @@ int max_cluster(Kernel kernel, int threads) {
   return 1;
 }
 
-// Launches `kernel` with clusters of `cy` blocks along y (gridDim.y a multiple of cy). Clusters
-// of more than 8 need the kernel's non-portable attribute on the current device, set here once
-// per device. A failed launch leaves its error for the caller's launch check.
+// Launches `kernel` with clusters of `cluster` blocks (grid a multiple of it along x and y) and
+// `smem` bytes of dynamic shared memory. Clusters of more than 8 need the kernel's non-portable
+// attribute on the current device, set here once per device. A failed launch leaves its error
+// for the caller's launch check.
 template <class... Params, class... Args>
-void launch_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, unsigned cy,
+void launch_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, dim3 cluster, size_t smem,
                     cudaStream_t stream, Args... args) {
-  if (cy > 8) {
+  if (cluster.x * cluster.y > 8) {
     static std::atomic<bool> allowed[64] = {};  // calls may come from several host threads
     int dev = 0;
     if (cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < 64 && !allowed[dev].load())
@@ -184,7 +187,7 @@ void launch_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, unsigned c
                          cudaSuccess);
   }
   cudaLaunchAttribute at;
-  const cudaLaunchConfig_t cfg = cluster_config(grid, block, cy, stream, at);
+  const cudaLaunchConfig_t cfg = cluster_config(grid, block, cluster, smem, stream, at);
   (void)cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...);
 }
 
@@ -449,6 +452,8 @@ struct CanonOverride {
   int small = -1;  // canon_small_kernel: -1 automatic, 0 never, 1 wherever the layout allows it
   int threads = 0;  // canon_small_kernel's chunks: threads per block (64, 128 or 256)
   int loop = 0;     // chunks per block (canon_small_loop_kernel: chunk_loop)
+  int cluster = -1;  // canon_small_kernel's chunks merged in a cluster (chunk_cluster): -1
+                     // automatic, 0 never, 1 wherever allowed
 };
 
 struct CanonLaunch {
@@ -460,6 +465,7 @@ struct CanonLaunch {
   bool lat = false;  // canon_kernel<..., kLat = true>: clusters of cfg.splits blocks along y
   bool small = false;  // canon_small_kernel: one block of `block` threads per output
   int64_t chunk = 0;   // ... or per chunk of this many elements of an output (grid: chunks x M)
+  bool cluster = false;  // ... whose chunks are merged in a cluster of gridDim.x blocks
   bool stage = false;  // columns: canon_kernel<..., kStage = true> (rows of exactly vec outputs)
   dim3 grid, block;
   int64_t partials = 0;
@@ -548,8 +554,10 @@ bool chunks_auto(int64_t M, int64_t chunks, int sm_count) {
 }
 
 // Chunks of one leaf per thread that an aligned 16-bit output must have for chunk_loop's four per
-// block; chunk_per gives such outputs one leaf per thread.
+// block; chunk_per gives such outputs one leaf per thread. Where there are more than 8192 such
+// chunks in all, kChunkLoopFourRow per output are enough.
 constexpr int64_t kChunkLoopFour = 8192;
+constexpr int64_t kChunkLoopFourRow = 8;
 
 // Inputs whose aligned chunks of one leaf per thread may run several per block
 // (canon_small_loop_kernel is instantiated for these only).
@@ -561,17 +569,20 @@ constexpr bool chunks_loop() { return sizeof(in_t) == 4 || sizeof(in_t) == 2; }
 // against 64 KB ones at four) where such chunks number at most 8192 in all (NOTES step 98, µs:
 // float16 2^24 21.6 -> 18.4, 2^26 49.1 -> 44.3, bfloat16 rows (32, 2^20) 31.4 -> 27.7; 2^27
 // within 1%) or where an output has at least 8192 of them, which chunk_loop takes four per
-// block (NOTES step 104: float16 2^29 270.0 -> 262.6). More of them one per block measured
-// slower than two leaves (float16 2^29 270.3 -> 288.0, step 98): many outputs of fewer
-// chunks, such as bfloat16 rows (1024, 2^18), keep two (not measured in loops: step 107).
-// small=1,per=P forces P (at most canon_per).
+// block (NOTES step 104: float16 2^29 270.0 -> 262.6), and where there are more than 8192
+// in all and at least kChunkLoopFourRow per output, which chunk_loop also takes four per block
+// (NOTES step 109, µs against two leaves per thread in one process: bfloat16 rows (1024, 2^18)
+// 141.0 -> 139.0, (2048, 131072), 8 chunks each, 144.1 -> 141.1; float16 (256, 2^20) 140.5 ->
+// 138.3, (520, 2^18) 82.8 -> 80.9). More of them one per block measured slower than two leaves
+// (float16 2^29 270.3 -> 288.0, step 98; bfloat16 (1024, 2^18) 142.4): many outputs of fewer
+// chunks each keep two (step 107; not measured in loops). small=1,per=P forces P (at most canon_per).
 template <class in_t>
 int chunk_per(int64_t M, int64_t K, bool aligned, const CanonOverride& ov) {
   constexpr int most = canon_per<in_t>();
   if (most == 1 || !aligned) return most;  // (the misaligned chunks fold two leaves per lane)
   if (ov.small > 0 && ov.per > 0) return std::min(ov.per, most);
   const int64_t chunks = ceil_div(K, int64_t(kCanonThreads) * kCanonLeaf);  // of one leaf each
-  return sizeof(in_t) == 2 && (M * chunks <= 8192 || chunks >= kChunkLoopFour) ? 1 : most;
+  return sizeof(in_t) == 2 && (M * chunks <= 8192 || chunks >= kChunkLoopFourRow) ? 1 : most;
 }
 
 // Threads per block of canon_small_kernel's chunks (each chunk threads x per leaves, a node of
@@ -608,7 +619,9 @@ int chunk_threads(int64_t M, int64_t K, int per, int sm_count, const CanonOverri
 //   of one chunk would be one to three waves at five per SM, those of two at most two at four:
 //   float16 2^24 18.8 / 12.9 -> 18.0 / 12.3 in a CUDA graph, 2^25 28.0 / 22.4 -> 27.5 / 22.0,
 //   bfloat16 rows (32, 2^20) 28.3 / 22.2 -> 27.9 / 21.5; (64, 2^20), 31 per SM, 44.0 / 38.7
-//   -> 45.1 / 37.6), else one.
+//   -> 45.1 / 37.6), else one; and four wherever there are more than 8192 in all (chunk_per
+//   gives one leaf per thread there only from kChunkLoopFourRow per output; NOTES step 109:
+//   bfloat16 rows (1024, 2^18) 142.4 µs at one per block, 139.0 at four).
 // One for misaligned views, float64 and forced two-leaf chunks (the loop kernel folds one
 // leaf per thread). loop=C forces C where the kernel loops.
 template <class in_t>
@@ -617,8 +630,26 @@ int chunk_loop(int64_t M, int64_t chunks, bool aligned, int per, int sm_count,
   if (!chunks_loop<in_t>() || !aligned || per != 1) return 1;
   if (ov.small > 0 && ov.loop > 0) return ov.loop;
   if (sizeof(in_t) == 4) return chunks >= 2048 ? 2 : 1;
-  if (chunks >= kChunkLoopFour) return 4;
+  if (chunks >= kChunkLoopFour || M * chunks > 8192) return 4;
   return M * chunks >= 6 * int64_t(sm_count) && M * chunks <= 16 * int64_t(sm_count) ? 2 : 1;
+}
+
+// Whether an output's chunks are the blocks of one thread-block cluster, which merges their
+// nodes in the first block's shared memory (canon_small_kernel<..., kCluster = true>) instead
+// of through partials in global memory and the atomic arrival: aligned chunks of one leaf per
+// thread, one per block, 2 to kChunkCluster (portable clusters) per output (NOTES step 110, µs
+// against the global merge in one process, eager / in a CUDA graph: float32 rows (64, 65536), 8
+// chunks each, 12.7 / 6.7 -> 11.4 / 5.7, the merge after the last node 1.86 -> 0.74 µs;
+// bfloat16 (48, 131072), 8 each, 12.1 / 7.0 -> 11.9 / 6.1; float32 (2048, 65536), 4 each,
+// 136.8 -> 131.5: the blocks that do not merge leave at once, with no fence or atomic). cluster=1
+// forces it wherever it is allowed, cluster=0 turns it off.
+template <class in_t>
+bool chunk_cluster(int64_t chunks, bool aligned, int per, int loop, bool clusters,
+                   const CanonOverride& ov) {
+  if (!clusters || !chunks_loop<in_t>() || !aligned || per != 1 || loop != 1 || chunks < 2 ||
+      chunks > kChunkCluster)
+    return false;
+  return ov.cluster != 0;
 }
 
 // Block shape: each output gets as many leaf lanes as it has leaves (up to the whole block), and
@@ -674,13 +705,14 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     const int loop = chunk_loop<in_t>(M, chunks, aligned, per, sm_count, ov);
     lc.small = true;
     lc.chunk = len;
+    lc.cluster = chunk_cluster<in_t>(chunks, aligned, per, loop, clusters, ov);
     c.per = per;
     lc.block = dim3(static_cast<unsigned>(threads));
     lc.grid = dim3(static_cast<unsigned>(ceil_div(chunks, loop)), static_cast<unsigned>(M));
     c.splits = static_cast<int>(chunks);
     c.merge_per_thread = static_cast<int>(next_pow2(ceil_div(chunks, int64_t(threads))));
-    lc.partials = M * chunks;
-    lc.counters = M;
+    lc.partials = lc.cluster ? 0 : M * chunks;
+    lc.counters = lc.cluster ? 0 : M;
     return lc;
   }
   if (!forced && choose_strategy(g) == Strategy::kRows &&
@@ -899,8 +931,10 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // leaf lanes (from a warp) that give every output at most one cluster of one-round splits;
   // else the planned shape when its splits fit a cluster. Mid dims (8, 65536, 4) over dim 1,
   // whose leaves are strided, took 25.4 µs as one output lane against 14.7 planned; (64, 65536)
-  // over dim 1 in clusters at two blocks per SM 15.9 against 15.5 (NOTES step 51). A forced
-  // lat = 1 takes the forced or planned shape wherever its splits fit.
+  // over dim 1 in clusters at two blocks per SM 15.9 against 15.5 (NOTES step 51). Not without
+  // splits: mid dims (1024, 1024, 2) over dim 1, 128 blocks, 8.0 µs in a CUDA graph against 7.8
+  // (NOTES step 110). A forced lat = 1 takes the forced or planned shape wherever its splits
+  // fit.
   const bool lat_auto = ov.lat < 0 && !forced;
   if (clusters && (lat_auto || ov.lat > 0) && lc.vec == 1 && c.per == 1) {
     const int most = canon_max_cluster<Op, in_t, out_t>();
@@ -957,6 +991,12 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
       }
     }
     if constexpr (chunks_loop<in_t>()) {
+      if (lc.cluster) {  // chunk_cluster: an output's chunks merged in a cluster
+        launch_cluster(canon_small_kernel<Op, in_t, out_t, 1, false, true>, lc.grid, lc.block,
+                       dim3(lc.grid.x, 1, 1), stage, stream, in, out, g, partials, counters,
+                       lc.chunk, merge);
+        return;
+      }
       if (lc.chunk > 0 && int64_t(lc.grid.x) < lc.cfg.splits) {  // chunk_loop: several per block
         canon_small_loop_kernel<Op, in_t, out_t><<<lc.grid, lc.block, stage, stream>>>(
             in, out, g, partials, counters, lc.chunk, lc.cfg.splits, merge);
@@ -977,8 +1017,8 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
   if (lc.lat) {
     const auto kernel = canon_kernel<Op, in_t, out_t, 1, 1, true>;
     if (lc.cfg.splits > 1)
-      launch_cluster(kernel, lc.grid, lc.block, static_cast<unsigned>(lc.cfg.splits), stream,
-                     in, out, g, lc.cfg, partials, counters);
+      launch_cluster(kernel, lc.grid, lc.block, dim3(1, static_cast<unsigned>(lc.cfg.splits), 1),
+                     0, stream, in, out, g, lc.cfg, partials, counters);
     else
       kernel<<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cfg, partials, counters);
     return;
