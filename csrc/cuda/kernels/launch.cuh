@@ -575,7 +575,8 @@ constexpr bool chunks_loop() { return sizeof(in_t) == 4 || sizeof(in_t) == 2; }
 // 141.0 -> 139.0, (2048, 131072), 8 chunks each, 144.1 -> 141.1; float16 (256, 2^20) 140.5 ->
 // 138.3, (520, 2^18) 82.8 -> 80.9). More of them one per block measured slower than two leaves
 // (float16 2^29 270.3 -> 288.0, step 98; bfloat16 (1024, 2^18) 142.4): many outputs of fewer
-// chunks each keep two (step 107; not measured in loops). small=1,per=P forces P (at most canon_per).
+// chunks each keep two (step 107; not measured in loops). small=1,per=P forces P (at most
+// canon_per).
 template <class in_t>
 int chunk_per(int64_t M, int64_t K, bool aligned, const CanonOverride& ov) {
   constexpr int most = canon_per<in_t>();
