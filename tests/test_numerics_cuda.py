@@ -283,7 +283,9 @@ def is_latency_kernel(name):
 # splits in a cluster: (64, 4096, 8) over dim 1, 8 output lanes x 2 splits) and some that do not
 # (more blocks than SMs; 16 splits of 4 output lanes; many splits; no splits, though at most a
 # block per SM; at most 256 aligned leaves, which canon_small_kernel takes: the forced lat=1
-# runs below take the latency kernel there).
+# runs below take the latency kernel there). Rows of float32 and 16-bit inputs that
+# cluster_rows_default takes, (8, 131072) and (3, 70000), run in chunks merged in clusters
+# instead (float64 keeps the latency kernel).
 LATENCY_CASES = [((17,), None, False), ((1000,), None, False), ((8192,), None, False),
                  ((16384 + 17,), None, True), ((65536,), None, True), ((65536 + 100,), None, True),
                  (((1 << 18) - 5,), None, True), ((8, 131072), [1], True),
@@ -309,7 +311,10 @@ def test_cuda_latency_kernel_bits(shape, dims, expected, dtype, monkeypatch):
     want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
     xc = x.cuda()
     names = kernels_run(lambda: torch.ops.treduce.sum(xc, dims))
-    assert any(map(is_latency_kernel, names)) == expected, names
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    m, k = shape if len(shape) == 2 and dims == [1] else (1, n)  # rows, or m = 1
+    in_clusters = k > chunk_len(dtype) and cluster_rows_default(dtype, m, k, sms)
+    assert any(map(is_latency_kernel, names)) == (expected and not in_clusters), names
     assert_bits(torch.ops.treduce.sum(xc, dims), want, "default")
     assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean default")
     for spec in ("lat=0", "lat=1", "lat=1,y=256,splits=3", "lat=1,y=256,splits=16,rounds=1",
@@ -406,10 +411,14 @@ def chunk_per_default(dtype, m, k, aligned=True):
     return 1 if dtype.itemsize == 2 and (m * chunks <= 8192 or chunks >= 8) else most
 
 
-def chunk_threads_default(dtype, m, k, per, sms):
+def chunk_threads_default(dtype, m, k, per, sms, cluster=None):
     """launch.cuh's chunk_threads: threads per block of the chunks (each thread `per` leaves of
-    64): float32 128 where such chunks number at most 2048, else 256; then halved down to 64
-    while half-size chunks would be at least 16 KB and number at most two per SM."""
+    64): 256 for cluster_rows; else float32 128 where such chunks number at most 2048, else
+    256; then halved down to 64 while half-size chunks would be at least 16 KB and number at
+    most two per SM."""
+    if cluster_rows_default(dtype, m, k, sms, cluster):
+        return 256
+
     def chunks(t):
         return m * -(-k // (t * 64 * per))
     t = 256
@@ -444,6 +453,22 @@ def chunk_cluster_default(dtype, chunks, per, loop, forced=None):
     if dtype.itemsize not in (2, 4) or per != 1 or loop != 1 or not 2 <= chunks <= 8:
         return False
     return forced is not False
+
+
+def cluster_rows_default(dtype, m, k, sms, cluster=None):
+    """launch.cuh's cluster_rows: m >= 2 aligned float32 or 16-bit outputs of 2 to 8 chunks of
+    256 one-leaf threads, at most one block per SM in all, that chunks_auto does not chunk,
+    run in such chunks merged in clusters (unless `cluster` is forced off)."""
+    chunks = -(-k // 16384)
+    return (dtype.itemsize in (2, 4) and cluster is not False and m >= 2 and 2 <= chunks <= 8
+            and m * chunks <= sms and not chunks_default(dtype, m, k, sms))
+
+
+def chunked_default(dtype, m, k, sms, aligned=True):
+    """Whether m outputs of k > chunk_len(dtype) elements (one run each) run in chunks by
+    default: chunks_auto, or cluster_rows where the base is aligned."""
+    return chunks_default(dtype, m, k, sms) or (aligned and
+                                                cluster_rows_default(dtype, m, k, sms))
 
 
 def chunks_default(dtype, m, k, sms):
@@ -495,7 +520,7 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
                 (m == 1 or xc.stride(0) * xc.element_size() % 16 == 0))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if k > most:  # chunks
-        default = eligible and chunks_default(dtype, m, k, sms)
+        default = eligible and chunked_default(dtype, m, k, sms)
     elif k > 16384:  # two leaves per thread: where each output would get at most two SMs
         default = eligible and 3 * m > sms
     else:
@@ -520,7 +545,7 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     (torch.bfloat16, (1 << 27,), True), (torch.float64, (3 << 24,), True),
     (torch.float32, (512, 131072 + 64), True), (torch.float32, ((1 << 26) + 100,), True),
     (torch.float32, ((1 << 28) + 5,), True), (torch.float32, ((1 << 18) + 100,), False),
-    (torch.float32, (64, 65536 + 64), True), (torch.bfloat16, (8, 131072), False),
+    (torch.float32, (64, 65536 + 64), True), (torch.bfloat16, (8, 131072), True),
     (torch.bfloat16, ((1 << 22) + 8,), True), (torch.float16, ((1 << 21) + 8,), True),
     (torch.float16, ((1 << 27) + 8,), True), (torch.bfloat16, (32, 131072 + 64), True),
     (torch.float32, ((1 << 20) + 100,), True), (torch.float32, ((1 << 19) + 5,), True),
@@ -530,7 +555,8 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     (torch.bfloat16, (1024, 131072 + 64), True), (torch.float32, (64, 65536), True),
     (torch.float32, (40, 65536 - 100), True), (torch.float32, (48, 5 * 8192 - 8), True),
     (torch.bfloat16, (48, 131072), True), (torch.float16, (520, 1 << 18), True),
-    (torch.bfloat16, (1640, 81920), True)],
+    (torch.bfloat16, (1640, 81920), True), (torch.float32, (8, 131072), True),
+    (torch.float32, (3, 70000), True), (torch.float16, (9, 100000), True)],
     ids=str)
 def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
     """Full sums and rows take canon_small_kernel in chunks by default where launch.cuh's
@@ -547,16 +573,17 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
     else two where all outputs have 6 to 16 chunks per SM: bfloat16 2^24 + 8, 1025 chunks,
     float16 (2, 2^24 + 64), 1025 each, bfloat16 (16, 2^21 + 64), 129 each, 2064 in all; one
     below and above: bfloat16 (32, 131072 + 64), 288 in all, float16 (4, 2^24 + 64), 4100),
-    merged in a
-    cluster where chunk_cluster says so (float32 (64, 65536), 8 chunks each; (40, 65436), the
-    last of the 8 partial; (48, 40952), 5; (512, 131072 + 64), 9 at 256 threads, not; bfloat16
-    (48, 131072), 8), with the CPU's bits
-    either way, call after call (the counters are left at zero), and with the leaves per thread
-    (small=1,per=1 and per=2), the threads per block (threads=64, 128, 256), the chunks per
-    block (loop=2, 3, 64) or the cluster (cluster=0, 1) forced."""
+    merged in a cluster where chunk_cluster says so (float32 (64, 65536), 8 chunks each; (40,
+    65436), the last of the 8 partial; (48, 40952), 5; (512, 131072 + 64), 9 at 256 threads,
+    not; bfloat16 (48, 131072), 8; and the rows that chunks_auto leaves but cluster_rows takes,
+    in chunks of 256 threads: float32 (8, 131072), (3, 70000), bfloat16 (8, 131072), float16
+    (9, 100000), whose last leaf is partial), with the CPU's bits either way, call after call
+    (the counters are left at zero), and with the leaves per thread (small=1,per=1 and per=2),
+    the threads per block (threads=64, 128, 256), the chunks per block (loop=2, 3, 64) or the
+    cluster (cluster=0, 1) forced."""
     m, k = math.prod(shape) // shape[-1], shape[-1]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    assert chunked == chunks_default(dtype, m, k, sms)
+    assert chunked == chunked_default(dtype, m, k, sms)
     x = float_data(math.prod(shape), dtype, seed=shape[-1]).reshape(shape)
     dims = [1] if len(shape) == 2 else None
     want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
@@ -590,14 +617,13 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
         monkeypatch.setenv("TREDUCE_CANON_LAUNCH", f"small=1,{spec}")
         force = dict(kv.split("=") for kv in spec.split(","))
         per = min(int(force["per"]), most) if "per" in force else chunk_per_default(dtype, m, k)
+        forced_cluster = bool(int(force["cluster"])) if "cluster" in force else None
         threads = (int(force["threads"]) if "threads" in force
-                   else chunk_threads_default(dtype, m, k, per, sms))
+                   else chunk_threads_default(dtype, m, k, per, sms, forced_cluster))
         chunks = -(-k // (threads * 64 * per))
         loop = chunk_loop_default(dtype, m, chunks, per, sms,
                                   int(force["loop"]) if "loop" in force else None)
-        cluster = chunk_cluster_default(dtype, chunks, per, loop,
-                                        bool(int(force["cluster"])) if "cluster" in force
-                                        else None)
+        cluster = chunk_cluster_default(dtype, chunks, per, loop, forced_cluster)
         name, grid, block = canon_launch()
         assert small_per(name) == str(per) and is_loop_kernel(name) == (loop > 1), (spec, name)
         assert is_cluster_chunks(name) == cluster, (spec, name)
@@ -633,7 +659,8 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
             else:
                 monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
             if s < 3:
-                expect = eligible and (spec is not None or chunks_default(dtype, m, k, sms))
+                expect = eligible and (spec is not None or
+                                       chunked_default(dtype, m, k, sms, vc.data_ptr() % 16 == 0))
                 names = kernels_run(lambda: torch.ops.treduce.sum(vc, dims))
                 assert any(map(is_small_kernel, names)) == expect, (s, spec, names)
                 # canon_small_kernel<..., kUnaligned = true> exactly for chunks off a boundary

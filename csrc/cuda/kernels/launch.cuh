@@ -564,6 +564,23 @@ constexpr int64_t kChunkLoopFourRow = 8;
 template <class in_t>
 constexpr bool chunks_loop() { return sizeof(in_t) == 4 || sizeof(in_t) == 2; }
 
+// Rows that chunks_auto leaves to the latency kernel but that run in chunks of kCanonThreads
+// one-leaf threads, each row's chunks the blocks of one cluster (chunk_cluster): at least two
+// aligned float32 or 16-bit outputs of 2 to kChunkCluster such chunks each, at most one block
+// per SM in all (NOTES step 112, µs eager / in a CUDA graph: float32 (8, 131072) 8.9 / 4.6
+// through the latency kernel's clusters of 16 blocks of 128 threads, 8.2 / 3.7 in clusters of
+// 8 blocks of 256; plain 9.4 / 4.4). cluster=0 turns it off.
+template <class in_t>
+bool cluster_rows(int64_t M, int64_t K, bool aligned, int sm_count, bool clusters,
+                  const CanonOverride& ov) {
+  const int64_t chunks = ceil_div(K, int64_t(kCanonThreads) * kCanonLeaf);
+  return clusters && chunks_loop<in_t>() && aligned && ov.cluster != 0 && M >= 2 &&
+         chunks >= 2 && chunks <= kChunkCluster && M * chunks <= sm_count &&
+         !chunks_auto<in_t>(M, ceil_div(K, int64_t(kCanonThreads) * kCanonLeaf *
+                                               canon_per<in_t>()),
+                            sm_count);
+}
+
 // Leaves per thread of canon_small_kernel's chunks: canon_per (two for 1- and 2-byte inputs),
 // but one for 16-bit inputs that start aligned (16384 elements, 32 KB blocks at five per SM
 // against 64 KB ones at four) where such chunks number at most 8192 in all (NOTES step 98, µs:
@@ -691,16 +708,21 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     return lc;
   }
   // Longer outputs of the same layout in chunks of one block's leaves (canon_small_kernel with
-  // chunk > 0) where chunks_auto says so (counted in chunks of canon_per leaves per thread);
-  // forced with small=1 wherever the layout allows it. The leaves per thread: see chunk_per.
+  // chunk > 0) where chunks_auto says so (counted in chunks of canon_per leaves per thread) or
+  // cluster_rows does (chunks of kCanonThreads threads, in clusters); forced with small=1
+  // wherever the layout allows it. The leaves per thread: see chunk_per.
+  const bool aligned = reinterpret_cast<uintptr_t>(in) % 16 == 0;
+  const bool rows_in_clusters = cluster_rows<in_t>(M, K, aligned, sm_count, clusters, ov);
   if (const int64_t chunk = int64_t(kCanonThreads) * kCanonLeaf * canon_per<in_t>();
       K > chunk && M <= std::min<int64_t>(65535, kCounterCapacity) &&
       ceil_div(K, chunk) <= INT32_MAX && chunk_rows<Op, in_t>(g, in) &&
-      (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 &&
-                        chunks_auto<in_t>(M, ceil_div(K, chunk), sm_count)))) {
-    const bool aligned = reinterpret_cast<uintptr_t>(in) % 16 == 0;
+      (ov.small > 0 ||
+       (ov.small < 0 && !forced && ov.lat < 0 &&
+        (chunks_auto<in_t>(M, ceil_div(K, chunk), sm_count) || rows_in_clusters)))) {
     const int per = chunk_per<in_t>(M, K, aligned, ov);
-    const int threads = chunk_threads<in_t>(M, K, per, sm_count, ov);
+    const int threads = rows_in_clusters && !(ov.small > 0 && ov.threads > 0)
+                            ? kCanonThreads
+                            : chunk_threads<in_t>(M, K, per, sm_count, ov);
     const int64_t len = int64_t(threads) * kCanonLeaf * per;
     const int64_t chunks = ceil_div(K, len);
     const int loop = chunk_loop<in_t>(M, chunks, aligned, per, sm_count, ov);
