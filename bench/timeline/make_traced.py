@@ -35,8 +35,8 @@ ins("  int ym = 1;\n  while (ym < Y && ym * c < splits) ym <<= 1;", "  TR_MARK(5
 ins("    if (m.last && ty == 0 && o0 < M) store(o0, m.a);", "\n    if (m.last) TR_MARK(6);")
 # the latency kernel's cluster merge
 ins("      if (cluster_rank() != 0) return;", "      TR_MARK(3);\n", after=False)
-ins("      cluster_bar_wait(cluster_bar, 0);", "\n      TR_MARK(4);")
-ins("      tree_over_y<Op, 1>(a, X, ym, tid, sm);\n      const int64_t o0 = int64_t(blockIdx.x) * X + tx;\n      if (ty == 0 && o0 < M) store(o0, a);", "\n      TR_MARK(6);")
+ins("  cluster_bar_wait(bar, 0);\n  acc_t a[1] = {node()};", "\n  TR_MARK(4);")  # merge_cluster_nodes
+ins("          cfg.splits, X, tid, sm)};\n      const int64_t o0 = int64_t(blockIdx.x) * X + tx;\n      if (ty == 0 && o0 < M) store(o0, a);", "\n      TR_MARK(6);")
 # canon_small_kernel and canon_small_loop_kernel (chunks; the loop kernel's marks 1-2 are its
 # last chunk's): entry, the node's leaves folded and its block tree, the merge's arrival
 ins("  const acc_t a =\n      canon_small_node<Op, in_t, kL, kUnaligned>(", "  TR_MARK(0);\n", after=False)
@@ -50,13 +50,10 @@ ins("  const Merged<typename Op::acc_t, 1> m = merge_tile_splits<Op, 1>(", "  TR
 ins("    out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(m.a[0], g.reduce_len, g.num_outputs));",
     "\n  if (m.last) TR_MARK(6);")
 # ... and the chunks merged in a cluster (kCluster): before the cluster's wait, the first
-# block's nodes in, the output stored
+# block's nodes in (merge_cluster_nodes, above), the output stored
 ins("    cluster_wait();  // every block of the cluster has started (every thread takes part)\n"
     "    if (blockIdx.x != 0) {", "    TR_MARK(3);\n", after=False)
-ins("    cluster_bar_wait(cluster_bar, 0);\n    acc_t b[1]", "", after=True)
-s = s.replace("    cluster_bar_wait(cluster_bar, 0);\n    acc_t b[1]",
-              "    cluster_bar_wait(cluster_bar, 0);\n    TR_MARK(4);\n    acc_t b[1]")
-ins("          from_acc<out_t>(Op::finalize(b[0], g.reduce_len, g.num_outputs));",
+ins("      out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(b, g.reduce_len, g.num_outputs));",
     "\n    TR_MARK(6);")
 open(p, "w").write(s)
 print(dst, "marks:", s.count("TR_MARK(") - 1)

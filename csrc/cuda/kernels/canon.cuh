@@ -476,6 +476,32 @@ __device__ __forceinline__ void tree_over_y(acc_t (&a)[kVec], int X, int Y, int 
   }
 }
 
+// A cluster merge's start, in every thread of every block of the cluster, before any block
+// stores into another's shared memory: the first block (`first`) makes the mbarrier `bar` that
+// will count the nodes' bytes, and each block arrives at the cluster barrier (relaxed: it has
+// started, and the first block's mbarrier exists); the stores wait for it with cluster_wait.
+__device__ __forceinline__ void cluster_merge_start(uint64_t* bar, bool first) {
+  if (threadIdx.x == 0 && first) cluster_bar_init(bar, 1);
+  cluster_arrive_relaxed();
+}
+
+// A cluster merge's end, in the first block: waits for the other n - 1 blocks' X nodes each
+// (st.async into its shared memory, counted on `bar`), then merges node ty of output lane tx
+// (node() in thread ty * X + tx: the node there, or the identity past n) by the perfect tree
+// over ty; thread tx gets output lane tx's result. The latency kernel's splits and
+// canon_small_kernel's clustered chunks.
+template <class Op, class acc_t, class Node>
+__device__ __forceinline__ acc_t merge_cluster_nodes(Node node, uint64_t* bar, int n, int X,
+                                                     int tid, acc_t* sm) {
+  if (threadIdx.x == 0) cluster_bar_expect(bar, static_cast<unsigned>((n - 1) * X * sizeof(acc_t)));
+  cluster_bar_wait(bar, 0);
+  acc_t a[1] = {node()};
+  int ym = 1;
+  while (ym < n) ym <<= 1;
+  tree_over_y<Op, 1>(a, X, ym, tid, sm);
+  return a[0];
+}
+
 // Binary counter over one column's nodes: push the count-th node (count = nodes pushed before),
 // merging it with every completed node of equal height. `levels` stores the levels (get, set):
 // LocalLevels or RoundLevels.
@@ -739,10 +765,7 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
   __shared__ __align__(16) acc_t cluster_nodes[kLat ? kClusterSlots + 16 / sizeof(acc_t) : 1];
   uint64_t* const cluster_bar = reinterpret_cast<uint64_t*>(cluster_nodes + kClusterSlots);
   if constexpr (kLat) {
-    if (cfg.splits > 1) {
-      if (threadIdx.x == 0 && cluster_rank() == 0) cluster_bar_init(cluster_bar, 1);
-      cluster_arrive_relaxed();  // this block has started (and the first block's mbarrier exists)
-    }
+    if (cfg.splits > 1) cluster_merge_start(cluster_bar, cluster_rank() == 0);
   }
   __shared__ Vec<in_t, Stage::V> stage[kCanonThreads / 32][Stage::kStageVecs];
   // One float output per thread keeps the round counter's low levels in shared memory (below).
@@ -959,13 +982,9 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
       // output lane tx in thread ty * X + tx; missing nodes are the identity). The other blocks
       // are done: their stores complete on the first block's mbarrier.
       if (cluster_rank() != 0) return;
-      if (threadIdx.x == 0)
-        cluster_bar_expect(cluster_bar, static_cast<unsigned>((cfg.splits - 1) * X * sizeof(acc_t)));
-      cluster_bar_wait(cluster_bar, 0);
-      acc_t a[1] = {ty < cfg.splits ? cluster_nodes[tid] : Op::identity()};
-      int ym = 1;
-      while (ym < cfg.splits) ym <<= 1;
-      tree_over_y<Op, 1>(a, X, ym, tid, sm);
+      acc_t a[1] = {merge_cluster_nodes<Op, acc_t>(
+          [&] { return ty < cfg.splits ? cluster_nodes[tid] : Op::identity(); }, cluster_bar,
+          cfg.splits, X, tid, sm)};
       const int64_t o0 = int64_t(blockIdx.x) * X + tx;
       if (ty == 0 && o0 < M) store(o0, a);
     }
@@ -1142,10 +1161,7 @@ __global__ void __launch_bounds__(kCanonThreads)
   // kCluster: the chunk nodes, in the cluster's first block, then that block's mbarrier.
   __shared__ __align__(16) acc_t cluster_nodes[kCluster ? kChunkCluster + 16 / sizeof(acc_t) : 1];
   uint64_t* const cluster_bar = reinterpret_cast<uint64_t*>(cluster_nodes + kChunkCluster);
-  if constexpr (kCluster) {
-    if (threadIdx.x == 0 && blockIdx.x == 0) cluster_bar_init(cluster_bar, 1);
-    cluster_arrive_relaxed();  // this block has started (and the first block's mbarrier exists)
-  }
+  if constexpr (kCluster) cluster_merge_start(cluster_bar, blockIdx.x == 0);
   const int64_t o = chunk > 0 ? blockIdx.y : blockIdx.x;
   const int64_t c0 = chunk > 0 ? int64_t(blockIdx.x) * chunk : 0;  // the chunk's first element
   const int64_t K = chunk > 0 ? min(chunk, g.reduce_len - c0) : g.reduce_len;
@@ -1164,15 +1180,11 @@ __global__ void __launch_bounds__(kCanonThreads)
       return;
     }
     const int n = static_cast<int>(gridDim.x);
-    if (tid == 0) cluster_bar_expect(cluster_bar, static_cast<unsigned>((n - 1) * sizeof(acc_t)));
-    cluster_bar_wait(cluster_bar, 0);
-    acc_t b[1] = {tid == 0 ? a : tid < n ? cluster_nodes[tid] : Op::identity()};
-    int ym = 1;
-    while (ym < n) ym <<= 1;
-    tree_over_y<Op, 1>(b, 1, ym, tid, sm);  // (ym <= kChunkCluster: warp shuffles only)
+    const acc_t b = merge_cluster_nodes<Op, acc_t>(  // (n <= kChunkCluster: shuffles only)
+        [&] { return tid == 0 ? a : tid < n ? cluster_nodes[tid] : Op::identity(); }, cluster_bar,
+        n, 1, tid, sm);
     if (tid == 0)
-      out[g.kept.out_offset(o)] =
-          from_acc<out_t>(Op::finalize(b[0], g.reduce_len, g.num_outputs));
+      out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(b, g.reduce_len, g.num_outputs));
     return;
   }
   acc_t* const slots = partials + o * int64_t(gridDim.x);
