@@ -456,12 +456,13 @@ def chunk_cluster_default(dtype, chunks, per, loop, forced=None):
 
 
 def cluster_rows_default(dtype, m, k, sms, cluster=None):
-    """launch.cuh's cluster_rows: m >= 2 aligned float32 or 16-bit outputs of 2 to 8 chunks of
-    256 one-leaf threads, at most one block per SM in all, that chunks_auto does not chunk,
-    run in such chunks merged in clusters (unless `cluster` is forced off)."""
+    """launch.cuh's cluster_rows: m >= 2 aligned outputs whose chunks of 256 one-leaf threads
+    chunk_cluster merges (float32 or 16-bit, 2 to 8 each), at most one block per SM in all,
+    that chunks_auto does not chunk, run in such chunks merged in clusters (unless `cluster`
+    is forced off)."""
     chunks = -(-k // 16384)
-    return (dtype.itemsize in (2, 4) and cluster is not False and m >= 2 and 2 <= chunks <= 8
-            and m * chunks <= sms and not chunks_default(dtype, m, k, sms))
+    return (m >= 2 and m * chunks <= sms and chunk_cluster_default(dtype, chunks, 1, 1, cluster)
+            and not chunks_default(dtype, m, k, sms))
 
 
 def chunked_default(dtype, m, k, sms, aligned=True):

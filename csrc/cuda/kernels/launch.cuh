@@ -564,23 +564,6 @@ constexpr int64_t kChunkLoopFourRow = 8;
 template <class in_t>
 constexpr bool chunks_loop() { return sizeof(in_t) == 4 || sizeof(in_t) == 2; }
 
-// Rows that chunks_auto leaves to the latency kernel but that run in chunks of kCanonThreads
-// one-leaf threads, each row's chunks the blocks of one cluster (chunk_cluster): at least two
-// aligned float32 or 16-bit outputs of 2 to kChunkCluster such chunks each, at most one block
-// per SM in all (NOTES step 112, µs eager / in a CUDA graph: float32 (8, 131072) 8.9 / 4.6
-// through the latency kernel's clusters of 16 blocks of 128 threads, 8.2 / 3.7 in clusters of
-// 8 blocks of 256; plain 9.4 / 4.4). cluster=0 turns it off.
-template <class in_t>
-bool cluster_rows(int64_t M, int64_t K, bool aligned, int sm_count, bool clusters,
-                  const CanonOverride& ov) {
-  const int64_t chunks = ceil_div(K, int64_t(kCanonThreads) * kCanonLeaf);
-  return clusters && chunks_loop<in_t>() && aligned && ov.cluster != 0 && M >= 2 &&
-         chunks >= 2 && chunks <= kChunkCluster && M * chunks <= sm_count &&
-         !chunks_auto<in_t>(M, ceil_div(K, int64_t(kCanonThreads) * kCanonLeaf *
-                                               canon_per<in_t>()),
-                            sm_count);
-}
-
 // Leaves per thread of canon_small_kernel's chunks: canon_per (two for 1- and 2-byte inputs),
 // but one for 16-bit inputs that start aligned (16384 elements, 32 KB blocks at five per SM
 // against 64 KB ones at four) where such chunks number at most 8192 in all (NOTES step 98, µs:
@@ -668,6 +651,24 @@ bool chunk_cluster(int64_t chunks, bool aligned, int per, int loop, bool cluster
       chunks > kChunkCluster)
     return false;
   return ov.cluster != 0;
+}
+
+// Rows that chunks_auto leaves to the latency kernel but that run in chunks of kCanonThreads
+// one-leaf threads, each row's chunks the blocks of one cluster: at least two outputs whose
+// chunks chunk_cluster merges (aligned float32 or 16-bit, 2 to kChunkCluster each; at most one
+// block per SM in all, so chunk_per gives them one leaf per thread and chunk_loop one chunk per
+// block) (NOTES step 112, µs eager / in a CUDA graph: float32 (8, 131072) 8.9 / 4.6 through
+// the latency kernel's clusters of 16 blocks of 128 threads, 8.2 / 3.7 in clusters of 8 blocks
+// of 256; plain 9.4 / 4.4). cluster=0 turns it off.
+template <class in_t>
+bool cluster_rows(int64_t M, int64_t K, bool aligned, int sm_count, bool clusters,
+                  const CanonOverride& ov) {
+  const int64_t chunks = ceil_div(K, int64_t(kCanonThreads) * kCanonLeaf);
+  return M >= 2 && M * chunks <= sm_count &&
+         chunk_cluster<in_t>(chunks, aligned, 1, 1, clusters, ov) &&
+         !chunks_auto<in_t>(M, ceil_div(K, int64_t(kCanonThreads) * kCanonLeaf *
+                                               canon_per<in_t>()),
+                            sm_count);
 }
 
 // Block shape: each output gets as many leaf lanes as it has leaves (up to the whole block), and
