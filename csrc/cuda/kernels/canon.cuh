@@ -38,7 +38,7 @@ namespace treduce {
 constexpr int kCanonThreads = 256;
 constexpr int kCanonLevels = 21;         // binary-counter levels: at most 2^20 rounds per split
 constexpr int kClusterSlots = 32;        // the latency kernel: splits x output lanes at most
-constexpr int kChunkCluster = 8;         // canon_small_kernel's chunks merged in a cluster: at most
+constexpr int kChunkCluster = 8;         // canon_small_kernel: chunks per cluster at most (portable)
 
 struct CanonConfig {
   int X;                     // output lanes per block (power of two)
