@@ -193,21 +193,48 @@ def test_cuda_misaligned_leaves_across_memory_runs(dtype, shape, cstride, monkey
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
                          ids=str)
 def test_cuda_step2_views(dtype):
-    """Views with a step of 2 along the reduced dim (x[:, ::2]): warps whose 32 leaves are whole
-    and 16-byte aligned stage them (canon.cuh, kStep = 2), the rest are walked; the bits equal
-    the CPU's. The last 1-d case ends on its base's last element (the staged loads of its last
-    leaf read the 16 bytes that hold that element)."""
+    """Views with a step of 2 along the reduced dim (x[:, ::2], x[:, 1::2]): warps whose 32
+    leaves are whole and 16-byte aligned, or one element past a boundary (the odd elements of
+    the aligned run before them), stage them (canon.cuh, kStep = 2), the rest are walked; the
+    bits equal the CPU's. The last 1-d case ends on its base's last element (the staged loads
+    of its last leaf read the 16 bytes that hold that element)."""
     cases = [((300, 8192), [1]), ((300, 8200), [1]), ((6, 40, 1024), [1, 2]),
              ((6, 40, 1024), [2]), ((2 * (1 << 20) + 6,), None), ((2 * 262144 - 1,), None)]
     for shape, dims in cases:
         n = math.prod(shape)
         x = float_data(n, dtype, seed=n).reshape(shape)
-        view = x.cuda()[..., ::2]
-        want = x[..., ::2]
-        msg = f"{dtype} {shape}[..., ::2] dims={dims}"
-        assert_bits(torch.ops.treduce.sum(view, dims), torch.ops.treduce.sum(want, dims), msg)
-        assert_bits(torch.ops.treduce.mean(view, dims), torch.ops.treduce.mean(want, dims),
-                    "mean " + msg)
+        for start in (0, 1):
+            view = x.cuda()[..., start::2]
+            want = x[..., start::2]
+            msg = f"{dtype} {shape}[..., {start}::2] dims={dims}"
+            assert_bits(torch.ops.treduce.sum(view, dims), torch.ops.treduce.sum(want, dims), msg)
+            assert_bits(torch.ops.treduce.mean(view, dims), torch.ops.treduce.mean(want, dims),
+                        "mean " + msg)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
+                         ids=str)
+@pytest.mark.parametrize("shape", [(1024, 1024, 2), (64, 4096, 2), (8, 65536, 2), (5, 1000, 2)],
+                         ids=str)
+def test_cuda_odd_step2_leaves(shape, dtype, monkeypatch):
+    """C = 2 mid dims over dim 1 with one output per thread: every second output's leaves start
+    one element past a 16-byte boundary and fold from the aligned run one element before them
+    (the odd elements: canon.cuh's step-2 staging, NOTES step 118). Bits equal the CPU's by
+    default and under forced launches (the latency kernel, other block shapes and splits), and
+    for a base that starts one element past a boundary (the even outputs then the odd ones)."""
+    n = math.prod(shape)
+    base = float_data(n + 1, dtype, seed=n + 11)
+    for k in (0, 1):
+        x = base[k:k + n].reshape(shape)
+        want, want_mean = torch.ops.treduce.sum(x, [1]), torch.ops.treduce.mean(x, [1])  # CPU
+        xc = base.cuda()[k:k + n].reshape(shape)
+        for spec in (None, "lat=0", "lat=1", "y=16", "y=256,splits=3", "y=32,splits=2,rounds=1"):
+            if spec is None:
+                monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
+            else:
+                monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+            assert_bits(torch.ops.treduce.sum(xc, [1]), want, f"x[{k}:] {spec}")
+            assert_bits(torch.ops.treduce.mean(xc, [1]), want_mean, f"mean x[{k}:] {spec}")
 
 
 LAUNCH_CASES = [(((1 << 20) + 17,), None), ((37, 5000), [1]), ((5000, 40), [0]),

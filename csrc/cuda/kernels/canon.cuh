@@ -333,10 +333,16 @@ __device__ __forceinline__ bool fold_leaves_shifted(const in_t* p, bool whole, i
 // columns), and element e of a vector goes to output e % kCols, a[e % kCols]: each output's
 // elements in order, as fold_leaf's kVec loads would fold them, with the loads coalesced (a
 // lane reading its own 64 rows put 32 lines in every load instruction: NOTES steps 71, 73).
+//
+// `odd` (kStep = 2, one output per lane): this lane's leaf is the odd elements of its run, which
+// starts one element before the leaf (`leaf` is then the element before the leaf's first:
+// every second output of C = 2 mid dims, whose leaves start 4 bytes past a 16-byte boundary,
+// folded from its even neighbour's aligned run; NOTES step 118).
 template <class Op, class in_t, int kStep = 1, int kL = 1, int kPh = 1, int kCols = 1>
 __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int lane,
                                                  Vec<in_t, vec_width<in_t>()>* stage,
-                                                 typename Op::acc_t (&a)[kL * kCols], bool ef) {
+                                                 typename Op::acc_t (&a)[kL * kCols], bool ef,
+                                                 bool odd = false) {
   using S = LeafStage<in_t>;
   using VecT = Vec<in_t, S::V>;
   constexpr int P = S::kPieceVecs;
@@ -382,8 +388,12 @@ __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int la
 #pragma unroll
           for (int c = 0; c < kCols; ++c)
 #pragma unroll
-            for (int l = 0; l < kL; ++l)
-              a[l * kCols + c] = fold<Op>(a[l * kCols + c], y[l].v[e + c]);
+            for (int l = 0; l < kL; ++l) {
+              if constexpr (kStep == 2 && kCols == 1)
+                a[l] = fold<Op>(a[l], odd ? y[l].v[e + 1] : y[l].v[e]);
+              else
+                a[l * kCols + c] = fold<Op>(a[l * kCols + c], y[l].v[e + c]);
+            }
       }
       __syncwarp();  // the next phase overwrites the stage
     }
@@ -902,13 +912,19 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
           // A warp whose 32 leaves are aligned runs of one length (a multiple of a piece)
           // stages them.
           const int n0 = __shfl_sync(kFullMask, n, 0);
-          if (__all_sync(kFullMask, l.vec && n == n0) && n0 * cfg.step % Stage::kPiece == 0) {
+          // Step 2: a leaf one element past a 16-byte boundary is the odd elements of the
+          // aligned run that starts one element before it (its even neighbour's: C = 2 mid
+          // dims), which stays inside that 16-byte segment (NOTES step 118).
+          const bool odd = cfg.step == 2 && l.in_run && n * 2 % vec_width<in_t>() == 0 &&
+                           (reinterpret_cast<uintptr_t>(l.p) & 15) == sizeof(in_t);
+          if (__all_sync(kFullMask, (l.vec || odd) && n == n0) &&
+              n0 * cfg.step % Stage::kPiece == 0) {
             if (cfg.step == 1)
               fold_leaf_staged<Op, in_t, 1, 1, kPh>(l.p, n0, lane, stage[tid >> 5], b,
                                                   g.evict_first);
             else
-              fold_leaf_staged<Op, in_t, 2>(l.p, 2 * n0, lane, stage[tid >> 5], b,
-                                            g.evict_first);
+              fold_leaf_staged<Op, in_t, 2>(odd ? l.p - 1 : l.p, 2 * n0, lane, stage[tid >> 5],
+                                            b, g.evict_first, odd);
           } else if (shifted(l.p, l.in_run && n == kCanonLeaf, b)) {
             // Whole 16-bit leaves, every lane's the same number of elements past a 16-byte
             // boundary: folded.
