@@ -405,6 +405,11 @@ def small_per(name):
     return "1" if is_loop_kernel(name) else small_args(name)[0]
 
 
+def is_unaligned_small(name):
+    """canon_small_kernel<..., kUnaligned = true> (the loop kernel takes aligned chunks only)."""
+    return "canon_small_kernel<" in name and small_args(name)[1] == "true"
+
+
 def is_cluster_chunks(name):
     """canon_small_kernel<..., kCluster = true>: an output's chunks merged in a cluster."""
     return "canon_small_kernel<" in name and small_args(name)[2] == "true"
@@ -456,13 +461,13 @@ def chunk_threads_default(dtype, m, k, per, sms, cluster=None):
     return t
 
 
-def chunk_loop_default(dtype, m, chunks, per, sms, forced=None):
+def chunk_loop_default(dtype, m, chunks, per, sms, forced=None, aligned=True):
     """launch.cuh's chunk_loop: chunks per block (block x takes chunks x, x + grid, ...), for
     aligned chunks of one leaf per thread (`forced`, loop=C, where the kernel loops) of m
     outputs of `chunks` chunks: float32 two where an output has at least 2048 chunks, else one;
     16-bit four where an output has at least 8192 or all have more than 8192, else two where all
     have 6 to 16 per SM, else one."""
-    if dtype.itemsize not in (2, 4) or per != 1:
+    if dtype.itemsize not in (2, 4) or per != 1 or not aligned:
         return 1
     if forced is not None:
         return forced
@@ -521,9 +526,15 @@ SMALL_CASES = [((1,), None, None), ((17,), None, None), ((64,), None, None),
                ((32768,), None, None), ((4, 32768), [1], None), ((3, 20000), [1], None),
                ((32768 + 1,), None, None), ((2, 24576 + 8), [1], None),
                ((64, 16384 + 64), [1], None), ((100003,), None, None),
-               ((3, 40000 + 64), [1], None), ((16384 * 300 + 5,), None, None)]
+               ((3, 40000 + 64), [1], None), ((16384 * 300 + 5,), None, None),
+               ((201, 4096), [1], "rows+1"), ((65, 16384), [1], "rows+1"),
+               ((9, 8192), [1], "rows+1"), ((46, 4100), [1], "rows+1"),
+               ((4097,), None, "x[1:]"), ((33, 32768), [1], "rows+1")]
 SMALL_VIEWS = {None: lambda x: x, "x[1:]": lambda x: x[1:], "x[:, 1:]": lambda x: x[:, 1:],
-               "x[:, ::2]": lambda x: x[:, ::2]}
+               "x[:, ::2]": lambda x: x[:, ::2],
+               # rows (m - 1, k) from the base + 1: every row one element past where it was
+               "rows+1": lambda x: x.reshape(-1)[1:1 + (x.shape[0] - 1) * x.shape[1]].view(
+                   x.shape[0] - 1, x.shape[1])}
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64,
@@ -534,7 +545,12 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     """canon_small_kernel (one block per output: a thread per leaf, the tree over the block)
     makes the same nodes as the other kernels: its bits equal the CPU's by default, forced on
     (small=1) and off (small=0), for sums and means; the profiler shows that it runs exactly
-    where the planner should take it (by default, and forced), and that small=0 turns it off."""
+    where the planner should take it (by default, and forced), and that small=0 turns it off.
+    Outputs that start off a 16-byte boundary, each one run whose start is as far off as the
+    base's (x[1:], rows+1 of a kept stride that is whole vectors; not float64), take its
+    kUnaligned kernel, canon_per leaves per thread: by default where each has at least 64
+    leaves and there are more than a third as many outputs as SMs (launch.cuh's
+    small_block_unaligned), and wherever small=1."""
     n = math.prod(shape)
     base = float_data(n, dtype, seed=n + 5).reshape(shape)
     x = SMALL_VIEWS[view](base)
@@ -542,19 +558,25 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
     k = xc.shape[-1] if dims else xc.numel()
     m = xc.numel() // k
-    one_run = view is None and (dims is None or (len(dims) == 1 and dims[0] == xc.dim() - 1))
+    one_run = view in (None, "x[1:]", "rows+1") and (
+        dims is None or (len(dims) == 1 and dims[0] == xc.dim() - 1))
     most = chunk_len(dtype)
-    eligible = (one_run and xc.data_ptr() % 16 == 0 and  # (longer ones in chunks of `most`)
+    aligned = xc.data_ptr() % 16 == 0
+    eligible = (one_run and (aligned or dtype != torch.float64) and  # (longer: chunks of `most`)
                 (m == 1 or xc.stride(0) * xc.element_size() % 16 == 0))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if k > most:  # chunks
-        default = eligible and chunked_default(dtype, m, k, sms)
+        default = eligible and chunked_default(dtype, m, k, sms, aligned)
+    elif not aligned:  # small_block_unaligned
+        default = eligible and -(-k // 64) >= 64 and 3 * m > sms
     elif k > 16384:  # two leaves per thread: where each output would get at most two SMs
         default = eligible and 3 * m > sms
     else:
         default = eligible and (m <= sms or -(-k // 64) >= 64)
     names = kernels_run(lambda: torch.ops.treduce.sum(xc, dims))
     assert any(map(is_small_kernel, names)) == default, names
+    if default:  # the kUnaligned kernel exactly off a boundary
+        assert any(map(is_unaligned_small, names)) == (not aligned), names
     for spec in (None, "small=1", "small=0", "small=1,lat=1"):
         if spec is None:
             monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
@@ -692,8 +714,14 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
                 names = kernels_run(lambda: torch.ops.treduce.sum(vc, dims))
                 assert any(map(is_small_kernel, names)) == expect, (s, spec, names)
                 # canon_small_kernel<..., kUnaligned = true> exactly for chunks off a boundary
-                off = [is_small_kernel(nm) and small_args(nm)[1] == "true" for nm in names]
+                off = [is_unaligned_small(nm) for nm in names]
                 assert any(off) == (expect and vc.data_ptr() % 16 != 0), (s, spec, names)
+                # loop=2: aligned chunks of one leaf per thread loop; misaligned ones do not
+                if spec == "small=1,loop=2":
+                    al = vc.data_ptr() % 16 == 0
+                    per = chunk_per_default(dtype, m, k, al)
+                    loops = chunk_loop_default(dtype, m, 2, per, sms, 2, al) > 1
+                    assert any(map(is_loop_kernel, names)) == loops, (s, spec, names)
             assert_bits(torch.ops.treduce.sum(vc, dims), want, f"x[{s}:] {spec}")
             assert_bits(torch.ops.treduce.mean(vc, dims), want_mean, f"mean x[{s}:] {spec}")
 

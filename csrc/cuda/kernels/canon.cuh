@@ -1154,7 +1154,9 @@ __device__ __forceinline__ void merge_chunk_nodes(const typename Op::acc_t* slot
 // in blocks that live for one chunk: full float16 sums of 2^29 291.7 -> 265.8 µs (NOTES step
 // 90); canon_small_loop_kernel (below) takes several chunks per block. kUnaligned: chunks that
 // start off a 16-byte boundary (views such as x[1:]; launch.cuh's chunk_rows), whole leaves
-// through fold_small_unaligned, the rest element by element.
+// through fold_small_unaligned, the rest element by element; and (chunk = 0) outputs of at most
+// kL * kCanonThreads leaves that start off a boundary, one block each (launch.cuh's
+// small_block_unaligned: misaligned rows such as (16384, 16384) from a base + 1).
 //
 // kCluster (aligned chunks, 2 to kChunkCluster per output, one per block: launch.cuh's
 // chunk_cluster): an output's chunks are the blocks of one thread-block cluster (along x,
@@ -1219,7 +1221,8 @@ __global__ void __launch_bounds__(kCanonThreads)
 // the loop in canon_small_kernel cost its 16-bit chunks 5-9% at any count, at the same
 // registers (ptxas then issued 9 of a lane's 16 loads before the first staging store, not 13).
 // Bounded to four blocks per SM, the 64 registers canon_small_kernel takes for float32 without
-// a bound (unbounded, the loop took 80, and float32 2^24-2^26 ran 3-5% slower).
+// a bound (unbounded, the loop took 80, and float32 2^24-2^26 ran 3-5% slower). Misaligned
+// float32 chunks measured no faster looped (NOTES step 120).
 template <class Op, class in_t, class out_t>
 __global__ void __launch_bounds__(kCanonThreads, 4)
     canon_small_loop_kernel(const in_t* __restrict__ in, out_t* __restrict__ out,

@@ -532,6 +532,21 @@ int small_block(const Geometry& g, const void* in) {
   return static_cast<int>(std::max<int64_t>(32, next_pow2(ceil_div(K, kCanonLeaf * per))));
 }
 
+// Outputs that canon_small_kernel<..., kUnaligned = true> can take one block each: one
+// stride-1 run of at most kCanonThreads x canon_per leaves, every run as far past a 16-byte
+// boundary as the base, which is not on one (one_run_rows; the inputs that fold whole leaves
+// off a boundary: small_unaligned), canon_per leaves per thread. Returns its block size (the
+// leaves over canon_per, rounded up to a power of two, at least a warp), or 0.
+template <class Op, class in_t>
+int small_block_unaligned(const Geometry& g, const void* in) {
+  constexpr int per = canon_per<in_t>();
+  const int64_t K = g.reduce_len;
+  if (!small_unaligned<Op, in_t, per>() || reinterpret_cast<uintptr_t>(in) % 16 == 0 || K < 1 ||
+      K > int64_t(kCanonThreads) * kCanonLeaf * per || !one_run_rows<in_t>(g))
+    return 0;
+  return static_cast<int>(std::max<int64_t>(32, next_pow2(ceil_div(K, kCanonLeaf * per))));
+}
+
 // Where outputs longer than one block's leaves run in chunks of them by default (M outputs of
 // `chunks` chunks each; NOTES steps 90, 92 and 99, GPU times with the L2 dirtied as in the
 // bench, µs). Full sums from 32 chunks: float32 (2^19 10.2 -> 8.5, 2^20 10.3 -> 9.5, 2^23 19.6 ->
@@ -623,8 +638,9 @@ int chunk_threads(int64_t M, int64_t K, int per, int sm_count, const CanonOverri
 //   -> 45.1 / 37.6), else one; and four wherever there are more than 8192 in all (chunk_per
 //   gives one leaf per thread there only from kChunkLoopFourRow per output; NOTES step 109:
 //   bfloat16 rows (1024, 2^18) 142.4 µs at one per block, 139.0 at four).
-// One for misaligned views, float64 and forced two-leaf chunks (the loop kernel folds one
-// leaf per thread). loop=C forces C where the kernel loops.
+// One for misaligned views (float32 ones measured no faster looped: 2^25 and 2^26 2% slower,
+// 2^28 equal, NOTES step 120), float64 and forced two-leaf chunks (the loop kernel folds one
+// aligned leaf per thread). loop=C forces C where the kernel loops.
 template <class in_t>
 int chunk_loop(int64_t M, int64_t chunks, bool aligned, int per, int sm_count,
                const CanonOverride& ov) {
@@ -703,6 +719,22 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   if (const int t = small_block<in_t>(g, in);
       t > 0 && M <= INT32_MAX &&
       (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 && small_auto))) {
+    lc.small = true;
+    lc.block = dim3(static_cast<unsigned>(t));
+    lc.grid = dim3(static_cast<unsigned>(M));
+    return lc;
+  }
+  // The same outputs from a base off a 16-byte boundary (small_block_unaligned: rows whose kept
+  // stride is whole vectors), one block each where each has at least 64 leaves and there are
+  // more than a third as many outputs as SMs (misaligned float32 rows (16384, 16384) ran
+  // canon_kernel's rows, 0.90x the aligned sum in run 41). Fewer outputs keep the kernels that
+  // split them over SMs (the unaligned fold is slower per element, and 16-bit outputs of 512
+  // leaves on one SM lost even aligned: NOTES step 75); fewer leaves, too (a warp of partial
+  // leaves folds element by element here). Forced (small=1) wherever the layout allows it.
+  if (const int t = small_block_unaligned<Op, in_t>(g, in);
+      t > 0 && M <= INT32_MAX &&
+      (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 &&
+                        ceil_div(K, kCanonLeaf) >= 64 && 3 * M > sm_count))) {
     lc.small = true;
     lc.block = dim3(static_cast<unsigned>(t));
     lc.grid = dim3(static_cast<unsigned>(M));
@@ -1008,7 +1040,8 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
     const int merge = lc.cfg.merge_per_thread;
     constexpr int kL = canon_per<in_t>();  // leaves per thread of chunks and long small outputs
     if constexpr (small_unaligned<Op, in_t, kL>()) {
-      if (lc.chunk > 0 && reinterpret_cast<uintptr_t>(in) % 16 != 0) {  // chunk_rows: one shift
+      // chunk_rows or small_block_unaligned from a base off a boundary: every run one shift
+      if (reinterpret_cast<uintptr_t>(in) % 16 != 0) {
         canon_small_kernel<Op, in_t, out_t, kL, true><<<lc.grid, lc.block, stage, stream>>>(
             in, out, g, partials, counters, lc.chunk, merge);
         return;
