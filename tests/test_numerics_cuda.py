@@ -549,8 +549,8 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     Outputs that start off a 16-byte boundary, each one run whose start is as far off as the
     base's (x[1:], rows+1 of a kept stride that is whole vectors; not float64), take its
     kUnaligned kernel, canon_per leaves per thread: by default where each has at least 64
-    leaves and there are more than a third as many outputs as SMs (launch.cuh's
-    small_block_unaligned), and wherever small=1."""
+    leaves and there are more than a third as many outputs as SMs (launch.cuh's small_block
+    and plan_canon), and wherever small=1."""
     n = math.prod(shape)
     base = float_data(n, dtype, seed=n + 5).reshape(shape)
     x = SMALL_VIEWS[view](base)
@@ -567,7 +567,7 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if k > most:  # chunks
         default = eligible and chunked_default(dtype, m, k, sms, aligned)
-    elif not aligned:  # small_block_unaligned
+    elif not aligned:  # small_block off a boundary
         default = eligible and -(-k // 64) >= 64 and 3 * m > sms
     elif k > 16384:  # two leaves per thread: where each output would get at most two SMs
         default = eligible and 3 * m > sms

@@ -1156,7 +1156,7 @@ __device__ __forceinline__ void merge_chunk_nodes(const typename Op::acc_t* slot
 // start off a 16-byte boundary (views such as x[1:]; launch.cuh's chunk_rows), whole leaves
 // through fold_small_unaligned, the rest element by element; and (chunk = 0) outputs of at most
 // kL * kCanonThreads leaves that start off a boundary, one block each (launch.cuh's
-// small_block_unaligned: misaligned rows such as (16384, 16384) from a base + 1).
+// small_block: misaligned rows such as (16384, 16384) from a base + 1).
 //
 // kCluster (aligned chunks, 2 to kChunkCluster per output, one per block: launch.cuh's
 // chunk_cluster): an output's chunks are the blocks of one thread-block cluster (along x,

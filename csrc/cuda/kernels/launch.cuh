@@ -519,32 +519,29 @@ int small_leaves_per_thread(int64_t K) {
   return canon_per<in_t>() == 2 && K > int64_t(kCanonThreads) * kCanonLeaf ? 2 : 1;
 }
 
-// Outputs that canon_small_kernel can take: each output's K elements one stride-1 run of at most
-// kCanonThreads leaves (twice as many for 1- and 2-byte inputs), starting on a 16-byte boundary
-// (an aligned base and kept strides that are multiples of 16 bytes). Returns its block size
-// (the leaves over the leaves per thread, rounded up to a power of two, at least a warp), or 0.
-template <class in_t>
-int small_block(const Geometry& g, const void* in) {
-  const int64_t K = g.reduce_len;
-  const int per = small_leaves_per_thread<in_t>(K);
-  if (K < 1 || K > int64_t(kCanonThreads) * kCanonLeaf * per || !aligned_rows<in_t>(g, in))
-    return 0;
+// canon_small_kernel's block for an output of K elements at `per` leaves per thread: the leaves
+// over `per`, rounded up to a power of two, at least a warp; 0 past kCanonThreads x per leaves.
+inline int small_threads(int64_t K, int per) {
+  if (K < 1 || K > int64_t(kCanonThreads) * kCanonLeaf * per) return 0;
   return static_cast<int>(std::max<int64_t>(32, next_pow2(ceil_div(K, kCanonLeaf * per))));
 }
 
-// Outputs that canon_small_kernel<..., kUnaligned = true> can take one block each: one
-// stride-1 run of at most kCanonThreads x canon_per leaves, every run as far past a 16-byte
-// boundary as the base, which is not on one (one_run_rows; the inputs that fold whole leaves
-// off a boundary: small_unaligned), canon_per leaves per thread. Returns its block size (the
-// leaves over canon_per, rounded up to a power of two, at least a warp), or 0.
+// Outputs that canon_small_kernel can take one block each, and its block size (small_threads),
+// or 0: each output's K elements one stride-1 run whose kept strides are whole 16-byte vectors
+// (one_run_rows), and either
+// - from an aligned base, small_leaves_per_thread leaves per thread (up to kCanonThreads
+//   leaves, twice as many for 1- and 2-byte inputs), or
+// - from a base off a 16-byte boundary, every run as far off as the base, for the inputs that
+//   fold whole leaves there (small_unaligned: canon_small_kernel<..., kUnaligned = true>),
+//   canon_per leaves per thread.
 template <class Op, class in_t>
-int small_block_unaligned(const Geometry& g, const void* in) {
+int small_block(const Geometry& g, const void* in) {
   constexpr int per = canon_per<in_t>();
   const int64_t K = g.reduce_len;
-  if (!small_unaligned<Op, in_t, per>() || reinterpret_cast<uintptr_t>(in) % 16 == 0 || K < 1 ||
-      K > int64_t(kCanonThreads) * kCanonLeaf * per || !one_run_rows<in_t>(g))
-    return 0;
-  return static_cast<int>(std::max<int64_t>(32, next_pow2(ceil_div(K, kCanonLeaf * per))));
+  if (!one_run_rows<in_t>(g)) return 0;
+  if (reinterpret_cast<uintptr_t>(in) % 16 == 0)
+    return small_threads(K, small_leaves_per_thread<in_t>(K));
+  return small_unaligned<Op, in_t, per>() ? small_threads(K, per) : 0;
 }
 
 // Where outputs longer than one block's leaves run in chunks of them by default (M outputs of
@@ -710,31 +707,22 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // there are more than a third as many outputs as SMs, so that the latency kernel would give
   // each at most two SMs: bfloat16 rows (16384, 32768) 254.6 µs against 282.1, (64, 32768)
   // 8.45 / 4.03 (eager / graph) against 8.83 / 4.36, but the full sum of 2^15 7.20 / 3.70
-  // against 6.46 / 3.20 (one SM converts all 32768 values: NOTES step 75). Forced (small=1)
-  // wherever the layout allows it; a forced shape or latency kernel turns it off.
+  // against 6.46 / 3.20 (one SM converts all 32768 values: NOTES step 75). The same outputs
+  // from a base off a 16-byte boundary (rows whose kept stride is whole vectors; NOTES step
+  // 120) where each has at least 64 leaves and there are more than a third as many outputs as
+  // SMs (misaligned float32 rows (16384, 16384) ran canon_kernel's rows, 268.4 µs against
+  // 257.4): fewer outputs keep the kernels that split them over SMs (the unaligned fold is
+  // slower per element), fewer leaves too (a warp of partial leaves folds element by element
+  // there). Forced (small=1) wherever the layout allows it; a forced shape or latency kernel
+  // turns it off.
+  const int64_t leaves = ceil_div(K, kCanonLeaf);
   const bool small_auto =
-      small_leaves_per_thread<in_t>(K) == 2
-          ? 3 * M > sm_count
-          : M <= sm_count || ceil_div(K, kCanonLeaf) >= 64;
-  if (const int t = small_block<in_t>(g, in);
+      reinterpret_cast<uintptr_t>(in) % 16 != 0 ? leaves >= 64 && 3 * M > sm_count
+      : small_leaves_per_thread<in_t>(K) == 2   ? 3 * M > sm_count
+                                                : M <= sm_count || leaves >= 64;
+  if (const int t = small_block<Op, in_t>(g, in);
       t > 0 && M <= INT32_MAX &&
       (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 && small_auto))) {
-    lc.small = true;
-    lc.block = dim3(static_cast<unsigned>(t));
-    lc.grid = dim3(static_cast<unsigned>(M));
-    return lc;
-  }
-  // The same outputs from a base off a 16-byte boundary (small_block_unaligned: rows whose kept
-  // stride is whole vectors), one block each where each has at least 64 leaves and there are
-  // more than a third as many outputs as SMs (misaligned float32 rows (16384, 16384) ran
-  // canon_kernel's rows, 0.90x the aligned sum in run 41). Fewer outputs keep the kernels that
-  // split them over SMs (the unaligned fold is slower per element, and 16-bit outputs of 512
-  // leaves on one SM lost even aligned: NOTES step 75); fewer leaves, too (a warp of partial
-  // leaves folds element by element here). Forced (small=1) wherever the layout allows it.
-  if (const int t = small_block_unaligned<Op, in_t>(g, in);
-      t > 0 && M <= INT32_MAX &&
-      (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 &&
-                        ceil_div(K, kCanonLeaf) >= 64 && 3 * M > sm_count))) {
     lc.small = true;
     lc.block = dim3(static_cast<unsigned>(t));
     lc.grid = dim3(static_cast<unsigned>(M));
@@ -1040,7 +1028,7 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
     const int merge = lc.cfg.merge_per_thread;
     constexpr int kL = canon_per<in_t>();  // leaves per thread of chunks and long small outputs
     if constexpr (small_unaligned<Op, in_t, kL>()) {
-      // chunk_rows or small_block_unaligned from a base off a boundary: every run one shift
+      // chunk_rows or small_block from a base off a boundary: every run one shift
       if (reinterpret_cast<uintptr_t>(in) % 16 != 0) {
         canon_small_kernel<Op, in_t, out_t, kL, true><<<lc.grid, lc.block, stage, stream>>>(
             in, out, g, partials, counters, lc.chunk, merge);
