@@ -386,8 +386,9 @@ def test_cuda_bits_of_merges_with_many_splits(dtype, n, pers, monkeypatch):
 
 
 def is_small_kernel(name):
-    # canon_small_kernel<Op, in_t, out_t, kL, kUnaligned>, or canon_small_loop_kernel<Op, in_t,
-    # out_t> (aligned float32 and 16-bit chunks, several per block: kL = 1)
+    # canon_small_kernel<Op, in_t, out_t, kL, kUnaligned, kCluster>, or
+    # canon_small_loop_kernel<Op, in_t, out_t, kUnaligned> (aligned float32 and 16-bit chunks,
+    # and 16-bit ones off a boundary, several per block: kL = 1)
     return "canon_small_kernel<" in name or is_loop_kernel(name)
 
 
@@ -406,7 +407,10 @@ def small_per(name):
 
 
 def is_unaligned_small(name):
-    """canon_small_kernel<..., kUnaligned = true> (the loop kernel takes aligned chunks only)."""
+    """canon_small_kernel<..., kUnaligned = true> or canon_small_loop_kernel<..., kUnaligned =
+    true> (16-bit chunks off a boundary, several per block)."""
+    if is_loop_kernel(name):
+        return canon_args(name)[-1] == "true"
     return "canon_small_kernel<" in name and small_args(name)[1] == "true"
 
 
@@ -434,10 +438,10 @@ def chunk_len(dtype):
 
 def chunk_per_default(dtype, m, k, aligned=True):
     """launch.cuh's chunk_per: leaves per thread of the chunks (canon_small_kernel's kL): two
-    for 1- and 2-byte inputs, but one for 16-bit ones that start aligned where their chunks of
+    for 1- and 2-byte inputs, but one for 16-bit ones (aligned or not) where their chunks of
     one leaf per thread number at most 8192 in all or at least 8 per output."""
     most = 2 if dtype.itemsize <= 2 else 1
-    if most == 1 or not aligned:
+    if most == 1 or (not aligned and dtype.itemsize != 2):
         return most
     chunks = -(-k // 16384)
     return 1 if dtype.itemsize == 2 and (m * chunks <= 8192 or chunks >= 8) else most
@@ -463,11 +467,11 @@ def chunk_threads_default(dtype, m, k, per, sms, cluster=None):
 
 def chunk_loop_default(dtype, m, chunks, per, sms, forced=None, aligned=True):
     """launch.cuh's chunk_loop: chunks per block (block x takes chunks x, x + grid, ...), for
-    aligned chunks of one leaf per thread (`forced`, loop=C, where the kernel loops) of m
-    outputs of `chunks` chunks: float32 two where an output has at least 2048 chunks, else one;
-    16-bit four where an output has at least 8192 or all have more than 8192, else two where all
-    have 6 to 16 per SM, else one."""
-    if dtype.itemsize not in (2, 4) or per != 1 or not aligned:
+    chunks of one leaf per thread, aligned or 16-bit (`forced`, loop=C, where the kernel loops)
+    of m outputs of `chunks` chunks: float32 two where an output has at least 2048 chunks, else
+    one; 16-bit four where an output has at least 8192 or all have more than 8192, else two
+    where all have 6 to 16 per SM, else one."""
+    if dtype.itemsize not in (2, 4) or per != 1 or (not aligned and dtype.itemsize != 2):
         return 1
     if forced is not None:
         return forced
@@ -689,10 +693,13 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
     """Chunks of views that start off a 16-byte boundary, x[s:s + n] for s = 0..7 (rows whose
     kept stride is a whole number of vectors keep the base's shift): canon_small_kernel<...,
     kUnaligned = true> folds them (fold_small_unaligned: 16-bit leaves shifted, float32 and
-    8-bit leaves staged element by element; partial last chunks element by element) with the
-    bits of the CPU's sum of the same values, by default and forced (small=1), sums and means.
-    The profiler shows the chunked kernel where the planner should take it: wherever
-    chunks_default says so, float64 only aligned (it has no unaligned staging)."""
+    8-bit leaves staged element by element; partial last chunks element by element), and
+    canon_small_loop_kernel<..., kUnaligned = true> several 16-bit chunks of one leaf per
+    thread per block, with the bits of the CPU's sum of the same values, by default and forced
+    (small=1, one or two leaves per thread, looped or not), sums and means. The profiler shows
+    the chunked kernel where the planner should take it: wherever chunks_default says so,
+    float64 only aligned (it has no unaligned staging), and the leaves per thread that
+    chunk_per gives."""
     n = m * k
     base = float_data(n + 8, dtype, seed=k + m)
     base_c = base.cuda()
@@ -703,7 +710,8 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
         vc = base_c[s:s + n].view(m, k) if m > 1 else base_c[s:s + n]
         want, want_mean = torch.ops.treduce.sum(v, dims), torch.ops.treduce.mean(v, dims)  # CPU
         eligible = dtype != torch.float64 or vc.data_ptr() % 16 == 0
-        for spec in (None, "small=1", "small=1,threads=64", "small=1,loop=2"):
+        for spec in (None, "small=1", "small=1,threads=64", "small=1,loop=2", "small=1,per=1",
+                     "small=1,per=2"):
             if spec is None:
                 monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
             else:
@@ -716,12 +724,20 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
                 # canon_small_kernel<..., kUnaligned = true> exactly for chunks off a boundary
                 off = [is_unaligned_small(nm) for nm in names]
                 assert any(off) == (expect and vc.data_ptr() % 16 != 0), (s, spec, names)
-                # loop=2: aligned chunks of one leaf per thread loop; misaligned ones do not
+                # loop=2: chunks of one leaf per thread loop (misaligned: 16-bit ones only)
                 if spec == "small=1,loop=2":
                     al = vc.data_ptr() % 16 == 0
                     per = chunk_per_default(dtype, m, k, al)
                     loops = chunk_loop_default(dtype, m, 2, per, sms, 2, al) > 1
                     assert any(map(is_loop_kernel, names)) == loops, (s, spec, names)
+                # leaves per thread (misaligned 16-bit chunks: one by default here, two forced)
+                if expect and spec in (None, "small=1,per=1", "small=1,per=2"):
+                    al = vc.data_ptr() % 16 == 0
+                    most = 2 if dtype.itemsize <= 2 else 1
+                    per = (chunk_per_default(dtype, m, k, al) if spec is None else
+                           most if not al and dtype.itemsize != 2 else min(int(spec[-1]), most))
+                    small = [nm for nm in names if is_small_kernel(nm)]
+                    assert [small_per(nm) for nm in small] == [str(per)], (s, spec, names)
             assert_bits(torch.ops.treduce.sum(vc, dims), want, f"x[{s}:] {spec}")
             assert_bits(torch.ops.treduce.mean(vc, dims), want_mean, f"mean x[{s}:] {spec}")
 

@@ -208,7 +208,7 @@ __device__ __forceinline__ void load_runs_staged(const acc_t* first, int64_t str
 // and one more per phase; lanes that each loaded their own tail vectors touched 32 cache lines
 // per tail load (NOTES steps 35, 62). The same additions: each leaf in order from its first
 // element, one chain per lane and phase.
-template <class Op, class in_t, int kShift, int kL>
+template <class Op, class in_t, int kShift, int kL, bool kDirect = false>
 __device__ __forceinline__ void fold_leaf_staged_shifted(const Vec<in_t, 8>* base0, int delta,
                                                          int log_g, Vec<in_t, 8>* stage,
                                                          typename Op::acc_t (&a)[kL]) {
@@ -259,11 +259,17 @@ __device__ __forceinline__ void fold_leaf_staged_shifted(const Vec<in_t, 8>* bas
       const VecT z = row[c];
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
-        // Static: element pos - kShift of the lane's leaf. The two-step widening (to_acc, then
-        // Op::reduce): fold's direct conversion measured 2.2-2.7% slower here (NOTES step 78).
+        // Static: element pos - kShift of the lane's leaf. canon_kernel's shifted leaves
+        // widen in two steps (to_acc, then Op::reduce): fold's direct conversion measured
+        // 2.2-2.7% slower there (NOTES step 78). kDirect (canon_small_kernel's chunks): fold's,
+        // 1.4-1.8% faster there (NOTES step 122). The same value either way.
         const int pos = c * 8 + e;
-        if (pos >= kShift && pos < kShift + kCanonLeaf)
-          b = Op::reduce(b, to_acc<typename Op::value_t>(z.v[e]));
+        if (pos >= kShift && pos < kShift + kCanonLeaf) {
+          if constexpr (kDirect)
+            b = fold<Op>(b, z.v[e]);
+          else
+            b = Op::reduce(b, to_acc<typename Op::value_t>(z.v[e]));
+        }
       }
     }
     f[ph] = b;
@@ -295,7 +301,8 @@ __device__ __forceinline__ int shift_of(const in_t* p) {
 // shift a constant, and returns true, when every lane's leaves start the same number of elements
 // (1 .. 7) past a 16-byte boundary, lie within 2^31 vectors of lane 0's and follow each other
 // within each run; else returns false and folds nothing. Every lane of the warp must call it.
-template <class Op, class in_t, int kL>
+// kDirect: fold_leaf_staged_shifted's widening.
+template <class Op, class in_t, int kL, bool kDirect = false>
 __device__ __forceinline__ bool fold_leaves_shifted(const in_t* p, bool whole, int log_g,
                                                     Vec<in_t, 8>* stage,
                                                     typename Op::acc_t (&a)[kL]) {
@@ -312,13 +319,13 @@ __device__ __forceinline__ bool fold_leaves_shifted(const in_t* p, bool whole, i
                                                 d - d_run == (ln >> log_g) * 8 * kL))
     return false;
   switch (shift0) {
-    case 1: fold_leaf_staged_shifted<Op, in_t, 1, kL>(base0, d, log_g, stage, a); break;
-    case 2: fold_leaf_staged_shifted<Op, in_t, 2, kL>(base0, d, log_g, stage, a); break;
-    case 3: fold_leaf_staged_shifted<Op, in_t, 3, kL>(base0, d, log_g, stage, a); break;
-    case 4: fold_leaf_staged_shifted<Op, in_t, 4, kL>(base0, d, log_g, stage, a); break;
-    case 5: fold_leaf_staged_shifted<Op, in_t, 5, kL>(base0, d, log_g, stage, a); break;
-    case 6: fold_leaf_staged_shifted<Op, in_t, 6, kL>(base0, d, log_g, stage, a); break;
-    default: fold_leaf_staged_shifted<Op, in_t, 7, kL>(base0, d, log_g, stage, a);
+    case 1: fold_leaf_staged_shifted<Op, in_t, 1, kL, kDirect>(base0, d, log_g, stage, a); break;
+    case 2: fold_leaf_staged_shifted<Op, in_t, 2, kL, kDirect>(base0, d, log_g, stage, a); break;
+    case 3: fold_leaf_staged_shifted<Op, in_t, 3, kL, kDirect>(base0, d, log_g, stage, a); break;
+    case 4: fold_leaf_staged_shifted<Op, in_t, 4, kL, kDirect>(base0, d, log_g, stage, a); break;
+    case 5: fold_leaf_staged_shifted<Op, in_t, 5, kL, kDirect>(base0, d, log_g, stage, a); break;
+    case 6: fold_leaf_staged_shifted<Op, in_t, 6, kL, kDirect>(base0, d, log_g, stage, a); break;
+    default: fold_leaf_staged_shifted<Op, in_t, 7, kL, kDirect>(base0, d, log_g, stage, a);
   }
   return true;
 }
@@ -1018,19 +1025,22 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
 }
 
 // Whether canon_small_kernel<..., kL> folds whole leaves that start off a 16-byte boundary
-// (fold_small_unaligned): the chunked kernels (kL = canon_per, launch.cuh's chunks) of the
-// inputs that stage unaligned (launch.cuh's chunk_rows).
+// (fold_small_unaligned): the chunked kernels (kL = canon_per, launch.cuh's chunks; and kL = 1
+// for 16-bit inputs, also looped, launch.cuh's chunk_per) of the inputs that stage unaligned
+// (launch.cuh's chunk_rows).
 template <class Op, class in_t, int kL>
 constexpr bool small_unaligned() {
-  return kL == canon_per<in_t>() && stages_unaligned<Op, in_t>();
+  return (kL == canon_per<in_t>() || (kL == 1 && sizeof(in_t) == 2)) &&
+         stages_unaligned<Op, in_t>();
 }
 
 // canon_small_kernel's whole leaves that start off a 16-byte boundary, kL adjacent ones per lane,
 // the lanes' kL * kCanonLeaf elements apart (chunks of a view such as x[1:]): 16-bit leaves
-// with fold_leaves_shifted, the other inputs with fold_leaf_staged_unaligned, one leaf at a
-// time; returns the node of the lane's kL leaves. The same additions as fold_leaf. Out of line:
-// inlined into the kernel that also had the aligned path, the 16-bit kernels spilled 20 bytes
-// (NOTES step 93). Every lane of the warp must call it.
+// with fold_leaves_shifted (the direct widening: kDirect), the other inputs with
+// fold_leaf_staged_unaligned, one leaf at a time; returns the node of the lane's kL leaves. The
+// same additions as fold_leaf. Out of line: inlined into the kernel that also had the aligned
+// path, the 16-bit kernels spilled 20 bytes (NOTES step 93). Every lane of the warp must call
+// it.
 template <class Op, class in_t, int kL>
 __device__ __noinline__ typename Op::acc_t fold_small_unaligned(
     const in_t* lp, int lane, Vec<in_t, vec_width<in_t>()>* stage) {
@@ -1041,8 +1051,8 @@ __device__ __noinline__ typename Op::acc_t fold_small_unaligned(
   if constexpr (small_unaligned<Op, in_t, kL>()) {
     bool done = false;
     if constexpr (sizeof(in_t) == 2)
-      done = fold_leaves_shifted<Op, in_t, kL>(lp, true, 0, reinterpret_cast<Vec<in_t, 8>*>(stage),
-                                               b);
+      done = fold_leaves_shifted<Op, in_t, kL, true>(
+          lp, true, 0, reinterpret_cast<Vec<in_t, 8>*>(stage), b);
     if (!done) {  // (16-bit leaves of one shift always fold above)
 #pragma unroll 1
       for (int l = 0; l < kL; ++l)
@@ -1213,17 +1223,18 @@ __global__ void __launch_bounds__(kCanonThreads)
                         out, g, o);
 }
 
-// Aligned chunks of one leaf per thread, several per block (launch.cuh's chunk_loop: float32
-// two per block from 2048 chunks, 2% faster at 2^28-2^30, NOTES step 101; 16-bit four from
-// 8192 chunks, 2% faster than two-leaf chunks at float16 2^29, NOTES steps 103-104): block (x,
-// y) takes chunks x, x + gridDim.x, ... below `chunks` of output y, each canon_small_kernel's
-// node stored at partials[y * chunks + q]: the same nodes, the same tree. A kernel of its own:
+// Chunks of one leaf per thread, several per block (launch.cuh's chunk_loop: float32 two per
+// block from 2048 chunks, 2% faster at 2^28-2^30, NOTES step 101; 16-bit four from 8192
+// chunks, 2% faster than two-leaf chunks at float16 2^29, NOTES steps 103-104; kUnaligned:
+// 16-bit chunks off a 16-byte boundary, NOTES step 122): block (x, y) takes chunks x,
+// x + gridDim.x, ... below `chunks` of output y, each canon_small_kernel's node stored at
+// partials[y * chunks + q]: the same nodes, the same tree. A kernel of its own:
 // the loop in canon_small_kernel cost its 16-bit chunks 5-9% at any count, at the same
 // registers (ptxas then issued 9 of a lane's 16 loads before the first staging store, not 13).
 // Bounded to four blocks per SM, the 64 registers canon_small_kernel takes for float32 without
 // a bound (unbounded, the loop took 80, and float32 2^24-2^26 ran 3-5% slower). Misaligned
-// float32 chunks measured no faster looped (NOTES step 120).
-template <class Op, class in_t, class out_t>
+// float32 chunks measured no faster looped (NOTES step 120) and are not instantiated.
+template <class Op, class in_t, class out_t, bool kUnaligned = false>
 __global__ void __launch_bounds__(kCanonThreads, 4)
     canon_small_loop_kernel(const in_t* __restrict__ in, out_t* __restrict__ out,
                             const Geometry g, typename Op::acc_t* __restrict__ partials,
@@ -1237,7 +1248,7 @@ __global__ void __launch_bounds__(kCanonThreads, 4)
   acc_t* const slots = partials + o * int64_t(chunks);
   for (int64_t q = blockIdx.x; q < chunks; q += gridDim.x) {
     const int64_t c0 = q * chunk;
-    const acc_t a = canon_small_node<Op, in_t, 1, false>(
+    const acc_t a = canon_small_node<Op, in_t, 1, kUnaligned>(
         in + g.kept.in_offset(o) + c0, min(chunk, g.reduce_len - c0), g, tid, lane, sm,
         small_stage);  // (the next chunk's tree_over_y waits for thread 0's read of sm)
     if (tid == 0) slots[q] = a;

@@ -587,12 +587,16 @@ constexpr bool chunks_loop() { return sizeof(in_t) == 4 || sizeof(in_t) == 2; }
 // 141.0 -> 139.0, (2048, 131072), 8 chunks each, 144.1 -> 141.1; float16 (256, 2^20) 140.5 ->
 // 138.3, (520, 2^18) 82.8 -> 80.9). More of them one per block measured slower than two leaves
 // (float16 2^29 270.3 -> 288.0, step 98; bfloat16 (1024, 2^18) 142.4): many outputs of fewer
-// chunks each keep two (step 107; not measured in loops). small=1,per=P forces P (at most
-// canon_per).
+// chunks each keep two (step 107; not measured in loops). 16-bit inputs from a base off a
+// 16-byte boundary take the same rule, their leaves shifted one per lane (NOTES step 122, µs
+// against two leaves per thread, one chunk per block, in one call: bfloat16 x[1:] 2^28 158.5
+// -> 152.8, float16 x[1:] 2^29 301.5 -> 287.2, bfloat16 rows (1024, 262144) + 1 156.8 ->
+// 151.4, bfloat16 x[3:] 2^24 20.3 -> 19.3); misaligned 8-bit inputs keep two. small=1,per=P
+// forces P (at most canon_per).
 template <class in_t>
 int chunk_per(int64_t M, int64_t K, bool aligned, const CanonOverride& ov) {
   constexpr int most = canon_per<in_t>();
-  if (most == 1 || !aligned) return most;  // (the misaligned chunks fold two leaves per lane)
+  if (most == 1 || (!aligned && sizeof(in_t) != 2)) return most;  // (misaligned 8-bit: two)
   if (ov.small > 0 && ov.per > 0) return std::min(ov.per, most);
   const int64_t chunks = ceil_div(K, int64_t(kCanonThreads) * kCanonLeaf);  // of one leaf each
   return sizeof(in_t) == 2 && (M * chunks <= 8192 || chunks >= kChunkLoopFourRow) ? 1 : most;
@@ -620,7 +624,7 @@ int chunk_threads(int64_t M, int64_t K, int per, int sm_count, const CanonOverri
 
 // Chunks per block of canon_small_kernel's chunks of one leaf per thread (block x takes chunks
 // x, x + grid, ...: the same nodes; canon_small_loop_kernel), for aligned 4- and 2-byte inputs
-// (M outputs of `chunks` chunks each):
+// and 2-byte ones off a 16-byte boundary (M outputs of `chunks` chunks each):
 // - float32: two where an output has at least 2048 chunks (NOTES step 101, µs against one per
 //   block in one call: 2^30 986.6 -> 964.8 (0.996x plain), 2^28 261.1 -> 256.0, 2^26 78.6 ->
 //   77.4, 2^24 26.5 / 20.8 -> 25.8 / 20.0 in a CUDA graph; rows (1024, 262144), four chunks
@@ -635,13 +639,15 @@ int chunk_threads(int64_t M, int64_t K, int per, int sm_count, const CanonOverri
 //   -> 45.1 / 37.6), else one; and four wherever there are more than 8192 in all (chunk_per
 //   gives one leaf per thread there only from kChunkLoopFourRow per output; NOTES step 109:
 //   bfloat16 rows (1024, 2^18) 142.4 µs at one per block, 139.0 at four).
-// One for misaligned views (float32 ones measured no faster looped: 2^25 and 2^26 2% slower,
-// 2^28 equal, NOTES step 120), float64 and forced two-leaf chunks (the loop kernel folds one
-// aligned leaf per thread). loop=C forces C where the kernel loops.
+// Misaligned 16-bit chunks follow the same rule (NOTES step 122: bfloat16 x[1:] 2^28, 16384
+// chunks, 152.8 µs at four per block, 153.7 at one, 156.5 at two). One for misaligned float32
+// views (measured no faster looped: 2^25 and 2^26 2% slower, 2^28 equal, NOTES step 120),
+// float64 and two-leaf chunks (the loop kernel folds one leaf per thread). loop=C forces C
+// where the kernel loops.
 template <class in_t>
 int chunk_loop(int64_t M, int64_t chunks, bool aligned, int per, int sm_count,
                const CanonOverride& ov) {
-  if (!chunks_loop<in_t>() || !aligned || per != 1) return 1;
+  if (!chunks_loop<in_t>() || (!aligned && sizeof(in_t) != 2) || per != 1) return 1;
   if (ov.small > 0 && ov.loop > 0) return ov.loop;
   if (sizeof(in_t) == 4) return chunks >= 2048 ? 2 : 1;
   if (chunks >= kChunkLoopFour || M * chunks > 8192) return 4;
@@ -1030,6 +1036,17 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
     if constexpr (small_unaligned<Op, in_t, kL>()) {
       // chunk_rows or small_block from a base off a boundary: every run one shift
       if (reinterpret_cast<uintptr_t>(in) % 16 != 0) {
+        if constexpr (small_unaligned<Op, in_t, 1>() && kL == 2) {
+          if (lc.chunk > 0 && lc.cfg.per == 1) {  // 16-bit chunks of one leaf per thread
+            if (int64_t(lc.grid.x) < lc.cfg.splits)
+              canon_small_loop_kernel<Op, in_t, out_t, true><<<lc.grid, lc.block, stage, stream>>>(
+                  in, out, g, partials, counters, lc.chunk, lc.cfg.splits, merge);
+            else
+              canon_small_kernel<Op, in_t, out_t, 1, true><<<lc.grid, lc.block, stage, stream>>>(
+                  in, out, g, partials, counters, lc.chunk, merge);
+            return;
+          }
+        }
         canon_small_kernel<Op, in_t, out_t, kL, true><<<lc.grid, lc.block, stage, stream>>>(
             in, out, g, partials, counters, lc.chunk, merge);
         return;
