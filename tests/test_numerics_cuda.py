@@ -552,9 +552,9 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     where the planner should take it (by default, and forced), and that small=0 turns it off.
     Outputs that start off a 16-byte boundary, each one run whose start is as far off as the
     base's (x[1:], rows+1 of a kept stride that is whole vectors; not float64), take its
-    kUnaligned kernel, canon_per leaves per thread: by default where each has at least 64
-    leaves and there are more than a third as many outputs as SMs (launch.cuh's small_block
-    and plan_canon), and wherever small=1."""
+    kUnaligned kernel (16-bit inputs as many leaves per thread as aligned ones, 8-bit ones two,
+    float32 one): by default where each has at least 64 leaves and there are more than a third
+    as many outputs as SMs (launch.cuh's small_block and plan_canon), and wherever small=1."""
     n = math.prod(shape)
     base = float_data(n, dtype, seed=n + 5).reshape(shape)
     x = SMALL_VIEWS[view](base)
@@ -581,6 +581,11 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     assert any(map(is_small_kernel, names)) == default, names
     if default:  # the kUnaligned kernel exactly off a boundary
         assert any(map(is_unaligned_small, names)) == (not aligned), names
+        if k <= most:  # one block per output: two leaves per thread past 256 leaves of 1- and
+            # 2-byte inputs, and for misaligned 8-bit ones (16-bit ones as aligned ones)
+            two = (dtype.itemsize == 1 and not aligned) or (dtype.itemsize <= 2 and k > 16384)
+            small = [nm for nm in names if is_small_kernel(nm)]
+            assert [small_per(nm) for nm in small] == ["2" if two else "1"], names
     for spec in (None, "small=1", "small=0", "small=1,lat=1"):
         if spec is None:
             monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
