@@ -710,11 +710,13 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
     base_c = base.cuda()
     dims = [1] if m > 1 else None
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    most = 2 if dtype.itemsize <= 2 else 1  # canon_per
     for s in range(8):
         v = base[s:s + n].view(m, k) if m > 1 else base[s:s + n]
         vc = base_c[s:s + n].view(m, k) if m > 1 else base_c[s:s + n]
         want, want_mean = torch.ops.treduce.sum(v, dims), torch.ops.treduce.mean(v, dims)  # CPU
-        eligible = dtype != torch.float64 or vc.data_ptr() % 16 == 0
+        al = vc.data_ptr() % 16 == 0
+        eligible = dtype != torch.float64 or al
         for spec in (None, "small=1", "small=1,threads=64", "small=1,loop=2", "small=1,per=1",
                      "small=1,per=2"):
             if spec is None:
@@ -722,23 +724,19 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
             else:
                 monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
             if s < 3:
-                expect = eligible and (spec is not None or
-                                       chunked_default(dtype, m, k, sms, vc.data_ptr() % 16 == 0))
+                expect = eligible and (spec is not None or chunked_default(dtype, m, k, sms, al))
                 names = kernels_run(lambda: torch.ops.treduce.sum(vc, dims))
                 assert any(map(is_small_kernel, names)) == expect, (s, spec, names)
                 # canon_small_kernel<..., kUnaligned = true> exactly for chunks off a boundary
                 off = [is_unaligned_small(nm) for nm in names]
-                assert any(off) == (expect and vc.data_ptr() % 16 != 0), (s, spec, names)
+                assert any(off) == (expect and not al), (s, spec, names)
                 # loop=2: chunks of one leaf per thread loop (misaligned: 16-bit ones only)
                 if spec == "small=1,loop=2":
-                    al = vc.data_ptr() % 16 == 0
                     per = chunk_per_default(dtype, m, k, al)
                     loops = chunk_loop_default(dtype, m, 2, per, sms, 2, al) > 1
                     assert any(map(is_loop_kernel, names)) == loops, (s, spec, names)
                 # leaves per thread (misaligned 16-bit chunks: one by default here, two forced)
                 if expect and spec in (None, "small=1,per=1", "small=1,per=2"):
-                    al = vc.data_ptr() % 16 == 0
-                    most = 2 if dtype.itemsize <= 2 else 1
                     per = (chunk_per_default(dtype, m, k, al) if spec is None else
                            most if not al and dtype.itemsize != 2 else min(int(spec[-1]), most))
                     small = [nm for nm in names if is_small_kernel(nm)]

@@ -533,9 +533,10 @@ inline int small_threads(int64_t K, int per) {
 //   leaves, twice as many for 1- and 2-byte inputs), or
 // - from a base off a 16-byte boundary, every run as far off as the base, for the inputs that
 //   fold whole leaves there (small_unaligned: canon_small_kernel<..., kUnaligned = true>):
-//   16-bit inputs small_leaves_per_thread leaves per thread, as aligned ones (NOTES step 124,
-//   µs against two per thread: bfloat16 rows (16384, 16384) + 1 145.8 -> 133.1, (65536,
-//   4096) + 1 159.1 -> 130.8, against 130.0 and 132.8 aligned), the others canon_per.
+//   small_leaves_per_thread leaves per thread, as aligned ones (16-bit inputs since NOTES step
+//   124, µs against two per thread: bfloat16 rows (16384, 16384) + 1 145.8 -> 133.1, (65536,
+//   4096) + 1 159.1 -> 130.8, against 130.0 and 132.8 aligned), but always two for 8-bit
+//   inputs (their kUnaligned kernel has canon_per leaves per thread only).
 template <class Op, class in_t>
 int small_block(const Geometry& g, const void* in) {
   constexpr int per = canon_per<in_t>();
@@ -543,9 +544,8 @@ int small_block(const Geometry& g, const void* in) {
   if (!one_run_rows<in_t>(g)) return 0;
   if (reinterpret_cast<uintptr_t>(in) % 16 == 0)
     return small_threads(K, small_leaves_per_thread<in_t>(K));
-  if constexpr (sizeof(in_t) == 2 && small_unaligned<Op, in_t, 1>())
-    return small_threads(K, small_leaves_per_thread<in_t>(K));
-  return small_unaligned<Op, in_t, per>() ? small_threads(K, per) : 0;
+  if constexpr (!small_unaligned<Op, in_t, per>()) return 0;
+  return small_threads(K, sizeof(in_t) == 1 ? per : small_leaves_per_thread<in_t>(K));
 }
 
 // Where outputs longer than one block's leaves run in chunks of them by default (M outputs of
@@ -1037,24 +1037,25 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
     const size_t stage = size_t(lc.block.x / 32) * LeafStage<in_t>::kSmallVecs * sizeof(Slot);
     const int merge = lc.cfg.merge_per_thread;
     constexpr int kL = canon_per<in_t>();  // leaves per thread of chunks and long small outputs
+    // Two leaves per thread where the plan gave them (chunk_per for chunks, small_block's
+    // small_leaves_per_thread for one block per output); several chunks per block where
+    // chunk_loop gave them (chunks of one leaf per thread only).
+    const bool two =
+        lc.chunk > 0 ? lc.cfg.per == 2 : small_leaves_per_thread<in_t>(g.reduce_len) == 2;
+    const bool looped = lc.chunk > 0 && int64_t(lc.grid.x) < lc.cfg.splits;
     if constexpr (small_unaligned<Op, in_t, kL>()) {
-      // chunk_rows or small_block from a base off a boundary: every run one shift
+      // chunk_rows or small_block from a base off a boundary: every run one shift. 16-bit
+      // inputs as aligned ones, 8-bit ones two leaves per thread, float32 one.
       if (reinterpret_cast<uintptr_t>(in) % 16 != 0) {
         if constexpr (small_unaligned<Op, in_t, 1>() && kL == 2) {
-          // 16-bit outputs of one block (small_block) or chunks (chunk_per) of one leaf per
-          // thread; the chunks several per block where chunk_loop says so
-          if (lc.chunk == 0 && small_leaves_per_thread<in_t>(g.reduce_len) == 1) {
-            canon_small_kernel<Op, in_t, out_t, 1, true><<<lc.grid, lc.block, stage, stream>>>(
-                in, out, g, partials, counters, lc.chunk, merge);
+          if (looped) {
+            canon_small_loop_kernel<Op, in_t, out_t, true><<<lc.grid, lc.block, stage, stream>>>(
+                in, out, g, partials, counters, lc.chunk, lc.cfg.splits, merge);
             return;
           }
-          if (lc.chunk > 0 && lc.cfg.per == 1) {
-            if (int64_t(lc.grid.x) < lc.cfg.splits)
-              canon_small_loop_kernel<Op, in_t, out_t, true><<<lc.grid, lc.block, stage, stream>>>(
-                  in, out, g, partials, counters, lc.chunk, lc.cfg.splits, merge);
-            else
-              canon_small_kernel<Op, in_t, out_t, 1, true><<<lc.grid, lc.block, stage, stream>>>(
-                  in, out, g, partials, counters, lc.chunk, merge);
+          if (!two) {
+            canon_small_kernel<Op, in_t, out_t, 1, true><<<lc.grid, lc.block, stage, stream>>>(
+                in, out, g, partials, counters, lc.chunk, merge);
             return;
           }
         }
@@ -1070,14 +1071,14 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
                        lc.chunk, merge);
         return;
       }
-      if (lc.chunk > 0 && int64_t(lc.grid.x) < lc.cfg.splits) {  // chunk_loop: several per block
+      if (looped) {
         canon_small_loop_kernel<Op, in_t, out_t><<<lc.grid, lc.block, stage, stream>>>(
             in, out, g, partials, counters, lc.chunk, lc.cfg.splits, merge);
         return;
       }
     }
-    if constexpr (kL == 2) {  // (chunks of one leaf per thread: chunk_per)
-      if (lc.chunk > 0 ? lc.cfg.per == 2 : small_leaves_per_thread<in_t>(g.reduce_len) == 2) {
+    if constexpr (kL == 2) {
+      if (two) {
         canon_small_kernel<Op, in_t, out_t, 2><<<lc.grid, lc.block, stage, stream>>>(
             in, out, g, partials, counters, lc.chunk, merge);
         return;
