@@ -29,6 +29,14 @@ def bits(t):
     return t.detach().cpu().contiguous().view(INT_VIEW[t.dtype])
 
 
+def set_launch(monkeypatch, spec):
+    """TREDUCE_CANON_LAUNCH=spec for the test, or unset (the default plan) for None."""
+    if spec is None:
+        monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
+    else:
+        monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+
+
 def assert_bits(got, want, msg=""):
     assert got.dtype == want.dtype and got.shape == want.shape, msg
     g, w = bits(got), bits(want)
@@ -229,12 +237,61 @@ def test_cuda_odd_step2_leaves(shape, dtype, monkeypatch):
         want, want_mean = torch.ops.treduce.sum(x, [1]), torch.ops.treduce.mean(x, [1])  # CPU
         xc = base.cuda()[k:k + n].reshape(shape)
         for spec in (None, "lat=0", "lat=1", "y=16", "y=256,splits=3", "y=32,splits=2,rounds=1"):
-            if spec is None:
-                monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
-            else:
-                monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+            set_launch(monkeypatch, spec)
             assert_bits(torch.ops.treduce.sum(xc, [1]), want, f"x[{k}:] {spec}")
             assert_bits(torch.ops.treduce.mean(xc, [1]), want_mean, f"mean x[{k}:] {spec}")
+
+
+# (shape, the interleaved kernel expected by default on an H200): C = 4 .. 32 mid dims over dim 1
+# with too few leaf folds for C outputs per thread; a partial last leaf (4160 = 65 leaves), and
+# shapes whose tiles are not one A's C outputs (X = 16 output lanes for C = 4; one leaf).
+INTERLEAVED_CASES = [((8, 4096, 4), True), ((8, 65536, 4), True), ((64, 4096, 8), True),
+                     ((16, 16384, 16), True), ((4, 8192, 32), True), ((3, 4160, 8), True),
+                     ((5, 1000, 4), False), ((2, 64, 16), False)]
+
+
+def is_interleaved_kernel(name):
+    # canon_kernel<Op, in_t, out_t, 1, 1, kLat, false, true>: fold_leaves_interleaved (kInter)
+    return "canon_kernel<" in name and canon_args(name)[4] == "true"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
+                         ids=str)
+@pytest.mark.parametrize("shape,expected", INTERLEAVED_CASES,
+                         ids=[str(c[0]) for c in INTERLEAVED_CASES])
+def test_cuda_interleaved_leaves(shape, expected, dtype, monkeypatch):
+    """Mid dims (A, B, C) over B with C = 4 .. 32 outputs at one output per thread: each warp's
+    32 / C whole leaves of the C outputs are one run, which it stages whole (canon.cuh's
+    fold_leaves_interleaved, NOTES step 127; in the latency kernel too, (64, 4096, 8)). Bits
+    equal the CPU's by default, under forced splits and rounds (which keep X = C output lanes)
+    and block shapes (which keep C outputs per thread), with the latency kernel forced on and
+    off, and from a base one element past a 16-byte boundary (the other kernel, element by
+    element) or a whole vector past it. The profiler shows the interleaved kernel where the
+    planner should take it."""
+    n = math.prod(shape)
+    c = shape[-1]
+    base = float_data(n + 16, dtype, seed=n + 13)
+    for k in (0, 1, 16 // dtype.itemsize):
+        x = base[k:k + n].reshape(shape)
+        want, want_mean = torch.ops.treduce.sum(x, [1]), torch.ops.treduce.mean(x, [1])  # CPU
+        xc = base.cuda()[k:k + n].reshape(shape)
+        monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
+        names = [m for m in kernels_run(lambda: torch.ops.treduce.sum(xc, [1]))
+                 if "canon_kernel<" in m]
+        if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+            assert any(map(is_interleaved_kernel, names)) == (expected and k != 1), (k, names)
+        for spec in (None, "lat=0", "lat=1", "splits=3", "splits=2,rounds=1", "rounds=2",
+                     "y=16", "y=256,splits=2"):
+            set_launch(monkeypatch, spec)
+            assert_bits(torch.ops.treduce.sum(xc, [1]), want, f"x[{k}:] {spec}")
+            assert_bits(torch.ops.treduce.mean(xc, [1]), want_mean, f"mean x[{k}:] {spec}")
+    # Forced splits keep the planned output lanes: the interleaved kernel where the default has
+    # it, with three splits per tile (a warp's leaves past the last are the identity).
+    monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "splits=3")
+    xc = base.cuda()[:n].reshape(shape)
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        names = kernels_run(lambda: torch.ops.treduce.sum(xc, [1]))
+        assert any(map(is_interleaved_kernel, names)) == expected, names
 
 
 LAUNCH_CASES = [(((1 << 20) + 17,), None), ((37, 5000), [1]), ((5000, 40), [0]),
@@ -296,12 +353,28 @@ def kernel_launches(fn):
 
 
 def canon_args(name):
-    """canon_kernel<Op, in_t, out_t, kVec, kPer, kLat, kStage>'s last four arguments."""
-    return [a.strip() for a in name.split("(")[0].rstrip(" >").split(",")[-4:]]
+    """A kernel template's arguments after <Op, in_t, out_t, ...>: canon_kernel's kVec, kPer,
+    kLat, kStage, kInter; canon_small_kernel's kL, kUnaligned, kCluster."""
+    head = name.split("(")[0]
+    args, depth, cur = [], 0, ""
+    for ch in head[head.index("<") + 1:]:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            if depth == 0:
+                break
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    args.append(cur.strip())
+    return args[3:]
 
 
 def is_latency_kernel(name):
-    # canon_kernel<Op, in_t, out_t, 1, 1, true, false>: the latency kernel (kLat) of launch.cuh
+    # canon_kernel<Op, in_t, out_t, 1, 1, true, ...>: the latency kernel (kLat) of launch.cuh
     return "canon_kernel<" in name and canon_args(name)[2] == "true"
 
 
@@ -587,10 +660,7 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
             small = [nm for nm in names if is_small_kernel(nm)]
             assert [small_per(nm) for nm in small] == ["2" if two else "1"], names
     for spec in (None, "small=1", "small=0", "small=1,lat=1"):
-        if spec is None:
-            monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
-        else:
-            monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+        set_launch(monkeypatch, spec)
         assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{spec}")
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
     monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "small=0")
@@ -719,10 +789,7 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
         eligible = dtype != torch.float64 or al
         for spec in (None, "small=1", "small=1,threads=64", "small=1,loop=2", "small=1,per=1",
                      "small=1,per=2"):
-            if spec is None:
-                monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
-            else:
-                monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+            set_launch(monkeypatch, spec)
             if s < 3:
                 expect = eligible and (spec is not None or chunked_default(dtype, m, k, sms, al))
                 names = kernels_run(lambda: torch.ops.treduce.sum(vc, dims))

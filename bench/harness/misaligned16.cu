@@ -12,16 +12,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include "cuda/kernels/launch.cuh"
+#include "harness.cuh"
 using namespace treduce;
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
 
-template <class T>
-__global__ void fill(T* p, int64_t n, unsigned seed) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    unsigned h = unsigned(i) * 2654435761u ^ seed; h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
-    p[i] = T(float(h & 0xffffff) / float(1 << 24) * 2.f - 1.f);
-  }
-}
 
 static Geometry geom(int64_t M, int64_t K) {
   Geometry g;
@@ -30,7 +23,6 @@ static Geometry geom(int64_t M, int64_t K) {
   g.red.ndim = 1; g.red.sizes[0] = K; g.red.in_strides[0] = 1;
   return g;
 }
-static double med(std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
 
 int main(int argc, char** argv) {
   const char* tag = argc > 1 ? argv[1] : "?";
@@ -43,7 +35,6 @@ int main(int argc, char** argv) {
   unsigned* cnt; CK(cudaMalloc(&cnt, 1 << 20)); CK(cudaMemset(cnt, 0, 1 << 20));
   char* flush; CK(cudaMalloc(&flush, 256 << 20));
   cudaStream_t st; CK(cudaStreamCreate(&st));
-  cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
   std::vector<float> hout(65536);
   struct Case { const char* name; int dt; int64_t M, K, off; CanonOverride ov; bool plain; };
   CanonOverride dflt{};
@@ -85,19 +76,10 @@ int main(int argc, char** argv) {
       if (cs.dt == 0) run(static_cast<const __nv_bfloat16*>(buf) + cs.off);
       else run(static_cast<const __half*>(buf) + cs.off);
     };
-    for (int i = 0; i < 5; ++i) go();
-    std::vector<double> t;
-    for (int i = 0; i < N; ++i) {
-      CK(cudaMemsetAsync(flush, i, 256 << 20, st));
-      CK(cudaEventRecord(e0, st));
-      go();
-      CK(cudaEventRecord(e1, st)); CK(cudaEventSynchronize(e1));
-      float ms; cudaEventElapsedTime(&ms, e0, e1); t.push_back(ms * 1000);
-    }
-    CK(cudaGetLastError());
+    const double us = time_flushed(go, N, flush, st);
     CK(cudaMemcpy(hout.data(), out, cs.M * 4, cudaMemcpyDeviceToHost));
     unsigned h = 0; for (int64_t i = 0; i < cs.M; ++i) { unsigned b; memcpy(&b, &hout[i], 4); h = h * 31 + b; }
-    printf("RES %s|%s|%.2f|%08x\n", tag, cs.name, med(t), h);
+    printf("RES %s|%s|%.2f|%08x\n", tag, cs.name, us, h);
   }
   return 0;
 }

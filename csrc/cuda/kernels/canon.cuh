@@ -407,6 +407,86 @@ __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int la
   }
 }
 
+// Whether canon_kernel folds interleaved leaves (fold_leaves_interleaved): inputs of 2 to 8
+// bytes (a warp's leaves are 4 KB or more).
+template <class in_t>
+constexpr bool interleaves() {
+  return sizeof(in_t) >= 2;
+}
+
+// Staging for a warp of interleaved leaves, one output per lane: X neighbouring outputs (X = 4,
+// 8, 16 or 32; lane l is output lane l % X) whose elements are interleaved, each reduced
+// element's X values side by side (mid dims (A, B, C) over B with C = X, a tile of one A), times
+// 32 / X consecutive whole leaves (lane l's is the warp's leaf l / X). The warp's leaves are one
+// contiguous run of 32 kCanonLeaf elements from `base` (lane 0's leaf, on a 16-byte boundary):
+// row r of leaf j is its elements (kCanonLeaf j + r) X .. + X - 1. A phase reads rows ph R .. ph R
+// + R - 1 of every leaf (4096 bytes, R X elements per leaf) with eight coalesced 16-byte loads
+// per lane and stores them in the stage, leaf j's part at j (R X + Pad) (Pad = max(X, V)
+// elements: each lane's column read then meets no bank conflict), and each lane folds its
+// column's R elements in order: the same additions as fold_leaf, with 4 KB per warp in flight
+// instead of fold_leaf's eight elements per lane (1 KB of float32).
+template <class Op, class in_t, int X, int kPh>
+__device__ __forceinline__ void fold_leaves_interleaved(const in_t* base, int lane,
+                                                        Vec<in_t, vec_width<in_t>()>* stage,
+                                                        typename Op::acc_t& a, bool ef) {
+  constexpr int V = vec_width<in_t>();
+  using VecT = Vec<in_t, V>;
+  constexpr int kPhaseBytes = 4096;
+  constexpr int kPhases = 32 * kCanonLeaf * int(sizeof(in_t)) / kPhaseBytes;
+  constexpr int R = kCanonLeaf / kPhases;        // rows of each leaf per phase
+  constexpr int kLoads = kPhaseBytes / 16 / 32;  // 16-byte loads per lane per phase
+  constexpr int PV = R * X / V;                  // a leaf's vectors per phase (8 X)
+  constexpr int kPad = X > V ? X : V;
+  constexpr int kPart = R * X + kPad;            // stage elements per leaf (a multiple of V)
+  static_assert(X >= 4 && X <= 32 && kPhases >= 1 && kPhases * R == kCanonLeaf && kLoads == 8 &&
+                    PV % 32 == 0 && kPart % V == 0,
+                "whole phases of 4 KB, whole warp loads per leaf");
+  static_assert(32 / X * kPart * sizeof(in_t) <= LeafStage<in_t>::kStageVecs * 16,
+                "a phase fits the warp's stage");
+  const VecT* const vb = reinterpret_cast<const VecT*>(base) + lane;
+  VecT* const put = stage + lane;
+  const in_t* const get =
+      reinterpret_cast<const in_t*>(stage) + (lane / X) * kPart + (lane & (X - 1));
+  constexpr int kN = kPh < kPhases ? kPh : kPhases;  // phases in flight
+  static_assert(kPhases % kN == 0, "whole steps of kN phases");
+#pragma unroll 1
+  for (int ph = 0; ph < kPhases; ph += kN) {
+    VecT x[kN][kLoads];
+    const uint64_t pol = load_policy<VecT>(ef);
+    // Load u: vector (u % (PV / 32)) * 32 + lane of leaf j = u / (PV / 32)'s phase part.
+#pragma unroll
+    for (int i = 0; i < kN; ++i)
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u)
+        x[i][u] = load_in(vb + ((u / (PV / 32)) * kPhases + ph + i) * PV + (u % (PV / 32)) * 32,
+                          pol);
+#pragma unroll
+    for (int i = 0; i < kN; ++i) {
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u)
+        put[(u / (PV / 32)) * (kPart / V) + (u % (PV / 32)) * 32] = x[i][u];
+      __syncwarp();
+#pragma unroll
+      for (int r = 0; r < R; ++r) a = fold<Op>(a, get[r * X]);
+      __syncwarp();  // the next phase overwrites the stage
+    }
+  }
+}
+
+// fold_leaves_interleaved for the warp's X (4 .. 32), kPh phases' loads issued together (the
+// latency kernel's two; a phase past the leaf's last is not loaded).
+template <class Op, class in_t, int kPh>
+__device__ __forceinline__ void fold_leaves_interleaved(const in_t* base, int X, int lane,
+                                                        Vec<in_t, vec_width<in_t>()>* stage,
+                                                        typename Op::acc_t& a, bool ef) {
+  switch (X) {
+    case 4: fold_leaves_interleaved<Op, in_t, 4, kPh>(base, lane, stage, a, ef); break;
+    case 8: fold_leaves_interleaved<Op, in_t, 8, kPh>(base, lane, stage, a, ef); break;
+    case 16: fold_leaves_interleaved<Op, in_t, 16, kPh>(base, lane, stage, a, ef); break;
+    default: fold_leaves_interleaved<Op, in_t, 32, kPh>(base, lane, stage, a, ef); break;
+  }
+}
+
 // Whether fold_leaf_staged_unaligned (below) takes Op's inputs: at most 4 bytes, a 4-byte value
 // type. Its callers check it.
 template <class Op, class in_t>
@@ -765,13 +845,15 @@ constexpr int canon_min_blocks(int vec, bool lat) {
 // and the atomic arrival (merge_tile_splits). The same nodes and the same tree: the bits do not
 // change.
 template <class Op, class in_t, class out_t, int kVec, int kPer = 1, bool kLat = false,
-          bool kStage = false>
+          bool kStage = false, bool kInter = false>
 __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kLat))
     canon_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
                  const CanonConfig cfg, typename Op::acc_t* __restrict__ partials,
                  unsigned* __restrict__ counters) {
   static_assert(!kLat || (kVec == 1 && kPer == 1), "the latency kernel: one leaf, one output");
   static_assert(!kStage || canon_stage_fits<Op>(kVec), "the column staging");
+  static_assert(!kInter || (kVec == 1 && kPer == 1 && interleaves<in_t>()),
+                "interleaved leaves: one leaf, one output");
   constexpr int kPh = kLat ? 2 : 1;          // fold_leaf_staged's phases in flight
   constexpr int kVecBatch = kLat ? 16 : 8;   // fold_leaf_vec's loads in flight
   using acc_t = typename Op::acc_t;
@@ -871,6 +953,17 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
         return false;
       }
     };
+    // kInter: whether the warp's leaves are interleaved (fold_leaves_interleaved): cfg.step =
+    // X (4 .. 32), every lane's leaf whole and in its run, lane l's kCanonLeaf X (l / X) + l % X
+    // elements past lane 0's, which starts on a 16-byte boundary. Warp-uniform; every lane must
+    // call it.
+    const auto interleaved = [&](const LeafAt<in_t> l) {
+      if (cfg.step < 4 || cfg.step != X || X > 32) return false;
+      const in_t* const p0 = shfl_ptr(l.p, 0);
+      return __all_sync(kFullMask, l.in_run && l.n == kCanonLeaf &&
+                                       l.p == p0 + (lane / X) * (kCanonLeaf * X) + (lane & (X - 1))) &&
+             (reinterpret_cast<uintptr_t>(p0) & 15) == 0;
+    };
     acc_t a[kVec];
     for (int64_t k = k0; k < k1; ++k) {  // block-uniform bounds: tree_over_y synchronises
       // This thread's kPer (= cfg.per) adjacent leaves (2: leaves 2q and 2q + 1, merged first:
@@ -913,7 +1006,16 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
 #pragma unroll
         for (int v = 0; v < kVec; ++v) b[v] = Op::identity();
         const int64_t q = (k * Y + ty) * kPer + j;  // the leaf
-        if constexpr (kVec == 1) {
+        if constexpr (kInter) {
+          // The warp's leaves: 32 / X whole ones of X interleaved outputs, one run; otherwise
+          // (a partial leaf, a run's end) element by element.
+          const LeafAt<in_t> l = locate(q);
+          if (interleaved(l))
+            fold_leaves_interleaved<Op, in_t, kPh>(shfl_ptr(l.p, 0), X, lane, stage[tid >> 5],
+                                                   b[0], g.evict_first);
+          else if (l.n > 0)
+            fold_leaf<Op, in_t, 1>(p, g.red, cfg.one, q * kCanonLeaf, l.n, b, g.evict_first);
+        } else if constexpr (kVec == 1) {
           const LeafAt<in_t> l = locate(q);
           const int n = l.n;
           // A warp whose 32 leaves are aligned runs of one length (a multiple of a piece)

@@ -172,23 +172,31 @@ int max_cluster(Kernel kernel, int threads) {
 }
 
 // Launches `kernel` with clusters of `cluster` blocks (grid a multiple of it along x and y) and
-// `smem` bytes of dynamic shared memory. Clusters of more than 8 need the kernel's non-portable
-// attribute on the current device, set here once per device. A failed launch leaves its error
-// for the caller's launch check.
+// `smem` bytes of dynamic shared memory. A failed launch leaves its error for the caller's
+// launch check.
 template <class... Params, class... Args>
-void launch_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, dim3 cluster, size_t smem,
-                    cudaStream_t stream, Args... args) {
+void launch_in_clusters(void (*kernel)(Params...), dim3 grid, dim3 block, dim3 cluster,
+                        size_t smem, cudaStream_t stream, Args... args) {
+  cudaLaunchAttribute at;
+  const cudaLaunchConfig_t cfg = cluster_config(grid, block, cluster, smem, stream, at);
+  (void)cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...);
+}
+
+// launch_in_clusters for kKernel. Clusters of more than 8 need the kernel's non-portable
+// attribute on the current device, set here once per kernel (the template argument: kernels of
+// one signature share no flag) and device.
+template <auto kKernel, class... Args>
+void launch_cluster(dim3 grid, dim3 block, dim3 cluster, size_t smem, cudaStream_t stream,
+                    Args... args) {
   if (cluster.x * cluster.y > 8) {
     static std::atomic<bool> allowed[64] = {};  // calls may come from several host threads
     int dev = 0;
     if (cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < 64 && !allowed[dev].load())
       allowed[dev].store(cudaFuncSetAttribute(
-                             kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
+                             kKernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
                          cudaSuccess);
   }
-  cudaLaunchAttribute at;
-  const cudaLaunchConfig_t cfg = cluster_config(grid, block, cluster, smem, stream, at);
-  (void)cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...);
+  launch_in_clusters(kKernel, grid, block, cluster, smem, stream, args...);
 }
 
 // Occupancy of packed_rows_kernel: the K = 2 variant stands for all (they differ by a few
@@ -467,6 +475,7 @@ struct CanonLaunch {
   int64_t chunk = 0;   // ... or per chunk of this many elements of an output (grid: chunks x M)
   bool cluster = false;  // ... whose chunks are merged in a cluster of gridDim.x blocks
   bool stage = false;  // columns: canon_kernel<..., kStage = true> (rows of exactly vec outputs)
+  bool inter = false;  // mid dims of X interleaved outputs: canon_kernel<..., kInter = true>
   dim3 grid, block;
   int64_t partials = 0;
   int64_t counters = 0;
@@ -474,9 +483,10 @@ struct CanonLaunch {
 };
 
 // The largest cluster the latency kernel can be launched with (max_cluster), once per kernel.
-template <class Op, class in_t, class out_t>
+template <class Op, class in_t, class out_t, bool kInter = false>
 int canon_max_cluster() {
-  static const int n = max_cluster(canon_kernel<Op, in_t, out_t, 1, 1, true>, kCanonThreads);
+  static const int n =
+      max_cluster(canon_kernel<Op, in_t, out_t, 1, 1, true, false, kInter>, kCanonThreads);
   return n;
 }
 
@@ -979,6 +989,20 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   }
   lc.block = dim3(kCanonThreads);
   lc.grid = grid_of(shape(X));
+  // Interleaved leaves at one output per thread (fold_leaves_interleaved): where a tile's X = 4
+  // .. 32 output lanes are the innermost kept dim, of that size and stride 1, and the innermost
+  // reduced stride is X (mid dims (A, B, C) over B, C = X, with too few leaves for the column
+  // kernels' C outputs per thread: (8, 65536, 4), (64, 4096, 8)) from an aligned base, each
+  // warp's leaves are one run, which it stages whole (canon_kernel<..., kInter = true>; its
+  // warps check the run, and fold the other leaves element by element). Output lane 1 starts
+  // one element past lane 0, so the aligned staging's all-lanes test never takes these leaves.
+  if (interleaves<in_t>() && lc.vec == 1 && c.per == 1 && c.step == 0 && c.X >= 4 &&
+      c.X <= 32 && inner_stride == c.X && reinterpret_cast<uintptr_t>(in) % 16 == 0 &&
+      g.kept.ndim >= 1 &&
+      g.kept.sizes[g.kept.ndim - 1] == c.X && g.kept.in_strides[g.kept.ndim - 1] == 1) {
+    c.step = c.X;
+    lc.inter = true;
+  }
   // The latency kernel (kLat: one memory latency per leaf, the splits merged in a cluster) for
   // one output per thread and one leaf per round, where every block has an SM of its own.
   // Automatic: for reduced elements in runs (rows, full sums), one output lane and the fewest
@@ -991,7 +1015,9 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // fit.
   const bool lat_auto = ov.lat < 0 && !forced;
   if (clusters && (lat_auto || ov.lat > 0) && lc.vec == 1 && c.per == 1) {
-    const int most = canon_max_cluster<Op, in_t, out_t>();
+    int most = canon_max_cluster<Op, in_t, out_t>();
+    if constexpr (interleaves<in_t>())
+      if (lc.inter) most = std::min(most, canon_max_cluster<Op, in_t, out_t, true>());
     for (int y = 32; lat_auto && c.step == 1 && !lc.lat && y <= kCanonThreads; y *= 2) {
       const int64_t rounds = ceil_div(c.leaves, y);
       if (rounds > most || M * rounds > sm_count) continue;
@@ -1015,6 +1041,18 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   lc.partials = global_merge ? c.tiles * c.X * lc.vec * c.splits : 0;
   lc.counters = global_merge ? c.tiles : 0;
   return lc;
+}
+
+// The latency kernel kKernel (canon_kernel<..., kLat = true>) for the plan: the splits of a tile
+// in one cluster.
+template <auto kKernel, class in_t, class out_t, class acc_t>
+void launch_latency(const CanonLaunch& lc, const Geometry& g, const in_t* in, out_t* out,
+                    acc_t* partials, unsigned* counters, cudaStream_t stream) {
+  if (lc.cfg.splits > 1)
+    launch_cluster<kKernel>(lc.grid, lc.block, dim3(1, static_cast<unsigned>(lc.cfg.splits), 1),
+                            0, stream, in, out, g, lc.cfg, partials, counters);
+  else
+    kKernel<<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cfg, partials, counters);
 }
 
 template <class Op, class in_t, class out_t>
@@ -1066,7 +1104,7 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
     }
     if constexpr (chunks_loop<in_t>()) {
       if (lc.cluster) {  // chunk_cluster: an output's chunks merged in a cluster
-        launch_cluster(canon_small_kernel<Op, in_t, out_t, 1, false, true>, lc.grid, lc.block,
+        launch_cluster<canon_small_kernel<Op, in_t, out_t, 1, false, true>>(lc.grid, lc.block,
                        dim3(lc.grid.x, 1, 1), stage, stream, in, out, g, partials, counters,
                        lc.chunk, merge);
         return;
@@ -1089,13 +1127,23 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
     return;
   }
   if (lc.lat) {
-    const auto kernel = canon_kernel<Op, in_t, out_t, 1, 1, true>;
-    if (lc.cfg.splits > 1)
-      launch_cluster(kernel, lc.grid, lc.block, dim3(1, static_cast<unsigned>(lc.cfg.splits), 1),
-                     0, stream, in, out, g, lc.cfg, partials, counters);
-    else
-      kernel<<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cfg, partials, counters);
+    if constexpr (interleaves<in_t>()) {
+      if (lc.inter) {
+        launch_latency<canon_kernel<Op, in_t, out_t, 1, 1, true, false, true>>(
+            lc, g, in, out, partials, counters, stream);
+        return;
+      }
+    }
+    launch_latency<canon_kernel<Op, in_t, out_t, 1, 1, true>>(lc, g, in, out, partials, counters,
+                                                              stream);
     return;
+  }
+  if constexpr (interleaves<in_t>()) {
+    if (lc.inter) {
+      canon_kernel<Op, in_t, out_t, 1, 1, false, false, true>
+          <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cfg, partials, counters);
+      return;
+    }
   }
   constexpr int V = canon_vec<in_t>();
   if constexpr (V != 2 && sizeof(in_t) == 4 && canon_stage_fits<Op>(2)) {
