@@ -1205,9 +1205,16 @@ __device__ __forceinline__ typename Op::acc_t canon_small_node(const in_t* __res
     acc_t b[kL];
 #pragma unroll
     for (int l = 0; l < kL; ++l) b[l] = Op::identity();
+    // A float32 leaf's two phases one after the other where it folds into a double: issuing
+    // both together measured slower at the same 64 registers (NOTES steps 126 and 128, µs:
+    // rows (4096, 4096) 22.9 -> 22.5, 2^20 9.1 -> 8.9, 2^24 25.4 -> 24.8, 2^28 256.4 ->
+    // 254.9; the same bits). Float32 inputs into a compensated float64 pair keep two (one
+    // measured slower there: 2^20 in a CUDA graph 5.58 -> 6.03 µs), as do the other inputs
+    // (16-bit one-leaf kernels have one phase; the rest were not measured).
+    constexpr int kPh = sizeof(in_t) == 4 && sizeof(acc_t) == 8 ? 1 : 2;
     if (__all_sync(kFullMask, len(r0 + (kL - 1) * kCanonLeaf) == kCanonLeaf)) {
       auto* stage = reinterpret_cast<Vec<in_t, V>*>(small_stage) + (tid >> 5) * Stage::kSmallVecs;
-      fold_leaf_staged<Op, in_t, 1, kL, 2>(p + r0, kCanonLeaf, lane, stage, b, g.evict_first);
+      fold_leaf_staged<Op, in_t, 1, kL, kPh>(p + r0, kCanonLeaf, lane, stage, b, g.evict_first);
     } else {
 #pragma unroll
       for (int l = 0; l < kL; ++l) {
