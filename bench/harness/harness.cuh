@@ -19,6 +19,31 @@ __global__ void fill(T* p, int64_t n, unsigned seed) {
   }
 }
 
+// The device buffers a harness launches with: the input, outputs (4 MB), split partials (64
+// MB), zeroed arrival counters, the 256 MB flush buffer and a stream.
+struct Buffers {
+  void* in = nullptr;
+  void* out = nullptr;
+  void* part = nullptr;
+  unsigned* cnt = nullptr;
+  char* flush = nullptr;
+  cudaStream_t st = nullptr;
+  explicit Buffers(int64_t in_bytes) {
+    CK(cudaMalloc(&in, in_bytes));
+    CK(cudaMalloc(&out, 4 << 20));
+    CK(cudaMalloc(&part, 64 << 20));
+    CK(cudaMalloc(&cnt, 1 << 20)); CK(cudaMemset(cnt, 0, 1 << 20));
+    CK(cudaMalloc(&flush, 256 << 20));
+    CK(cudaStreamCreate(&st));
+  }
+};
+
+inline int sm_count() {
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  return sms;
+}
+
 inline double med(std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
 
 // The median over n launches of go() on `st`, µs event to event, each after a 256 MB memset of

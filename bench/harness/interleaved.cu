@@ -42,14 +42,9 @@ int inter_of(const L&, long) { return -1; }
 int main(int argc, char** argv) {
   const char* tag = argc > 1 ? argv[1] : "?";
   const int N = argc > 2 ? atoi(argv[2]) : 50;
-  int sms = 0; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int sms = sm_count();
   const int64_t maxbytes = int64_t(1) << 28;
-  void* buf; CK(cudaMalloc(&buf, maxbytes));
-  void* out; CK(cudaMalloc(&out, 1 << 22));
-  void* part; CK(cudaMalloc(&part, 64 << 20));
-  unsigned* cnt; CK(cudaMalloc(&cnt, 1 << 20)); CK(cudaMemset(cnt, 0, 1 << 20));
-  char* flush; CK(cudaMalloc(&flush, 256 << 20));
-  cudaStream_t st; CK(cudaStreamCreate(&st));
+  Buffers b(maxbytes);
   std::vector<char> hout(1 << 22);
   // dt: 0 float32, 1 bfloat16, 2 float64
   struct Case { const char* name; int dt; int64_t A, B, C; bool plain; bool nchw = false; int lat = -1; int y = 0; };
@@ -84,9 +79,9 @@ int main(int argc, char** argv) {
   int lastdt = -1;
   for (auto& cs : cases) {
     if (cs.dt != lastdt) {
-      if (cs.dt == 0) fill<<<1024, 256, 0, st>>>(static_cast<float*>(buf), maxbytes / 4, 7u);
-      else if (cs.dt == 1) fill<<<1024, 256, 0, st>>>(static_cast<__nv_bfloat16*>(buf), maxbytes / 2, 7u);
-      else fill<<<1024, 256, 0, st>>>(static_cast<double*>(buf), maxbytes / 8, 7u);
+      if (cs.dt == 0) fill<<<1024, 256, 0, b.st>>>(static_cast<float*>(b.in), maxbytes / 4, 7u);
+      else if (cs.dt == 1) fill<<<1024, 256, 0, b.st>>>(static_cast<__nv_bfloat16*>(b.in), maxbytes / 2, 7u);
+      else fill<<<1024, 256, 0, b.st>>>(static_cast<double*>(b.in), maxbytes / 8, 7u);
       lastdt = cs.dt;
     }
     const int es = cs.dt == 0 ? 4 : cs.dt == 1 ? 2 : 8;
@@ -98,8 +93,8 @@ int main(int argc, char** argv) {
       using out_t = std::conditional_t<sizeof(in_t) == 8, double, float>;
       if (cs.plain) {
         Launch pl = plan_launch<SumOp<out_t>, in_t, out_t>(g, in, sms);
-        run_launch<SumOp<out_t>, in_t, out_t>(pl, g, in, static_cast<out_t*>(out),
-                                              static_cast<out_t*>(part), cnt, st);
+        run_launch<SumOp<out_t>, in_t, out_t>(pl, g, in, static_cast<out_t*>(b.out),
+                                              static_cast<out_t*>(b.part), b.cnt, b.st);
       } else {
         CanonOverride ov{};
         ov.lat = cs.lat;
@@ -107,18 +102,18 @@ int main(int argc, char** argv) {
         CanonLaunch lc = plan_canon<CanonSumOp<out_t>, in_t, out_t>(g, in, sms, ov, true);
         snprintf(plan, sizeof plan, "vec=%d X=%d step=%d splits=%d rps=%d grid=%ux%u lat=%d inter=%d", lc.vec,
                  lc.cfg.X, lc.cfg.step, lc.cfg.splits, int(lc.cfg.rounds_per_split), lc.grid.x, lc.grid.y, int(lc.lat), inter_of(lc, 0));
-        run_canon_launch<CanonSumOp<out_t>, in_t, out_t>(lc, g, in, static_cast<out_t*>(out),
-                                                        static_cast<typename CanonSumOp<out_t>::acc_t*>(part), cnt, st);
+        run_canon_launch<CanonSumOp<out_t>, in_t, out_t>(lc, g, in, static_cast<out_t*>(b.out),
+                                                        static_cast<typename CanonSumOp<out_t>::acc_t*>(b.part), b.cnt, b.st);
       }
     };
     auto go = [&] {
-      if (cs.dt == 0) run(static_cast<const float*>(buf));
-      else if (cs.dt == 1) run(static_cast<const __nv_bfloat16*>(buf));
-      else run(static_cast<const double*>(buf));
+      if (cs.dt == 0) run(static_cast<const float*>(b.in));
+      else if (cs.dt == 1) run(static_cast<const __nv_bfloat16*>(b.in));
+      else run(static_cast<const double*>(b.in));
     };
-    const double us = time_flushed(go, N, flush, st);
+    const double us = time_flushed(go, N, b.flush, b.st);
     const int64_t ob = M * (cs.dt == 2 ? 8 : 4);
-    CK(cudaMemcpy(hout.data(), out, ob, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(hout.data(), b.out, ob, cudaMemcpyDeviceToHost));
     unsigned h = 0; for (int64_t i = 0; i < ob; i += 4) { unsigned b; memcpy(&b, &hout[i], 4); h = h * 31 + b; }
     printf("RES %s|%s|%.2f|%08x|%s\n", tag, cs.name, us, h, plan);
   }

@@ -27,14 +27,11 @@ static Geometry geom(int64_t M, int64_t K) {
 int main(int argc, char** argv) {
   const char* tag = argc > 1 ? argv[1] : "?";
   const int N = argc > 2 ? atoi(argv[2]) : 50;
-  int sms = 0; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int sms = sm_count();
   const int64_t maxn = (int64_t(1) << 29) + 64;
-  void* buf; CK(cudaMalloc(&buf, maxn * 2));
-  float* out; CK(cudaMalloc(&out, 1 << 20));
-  double* part; CK(cudaMalloc(&part, 64 << 20));
-  unsigned* cnt; CK(cudaMalloc(&cnt, 1 << 20)); CK(cudaMemset(cnt, 0, 1 << 20));
-  char* flush; CK(cudaMalloc(&flush, 256 << 20));
-  cudaStream_t st; CK(cudaStreamCreate(&st));
+  Buffers b(maxn * 2);
+  float* const out = static_cast<float*>(b.out);
+  double* const part = static_cast<double*>(b.part);
   std::vector<float> hout(65536);
   struct Case { const char* name; int dt; int64_t M, K, off; CanonOverride ov; bool plain; };
   CanonOverride dflt{};
@@ -57,8 +54,8 @@ int main(int argc, char** argv) {
   int lastdt = -1;
   for (auto& cs : cases) {
     if (cs.dt != lastdt) {
-      if (cs.dt == 0) fill<<<1024, 256, 0, st>>>(static_cast<__nv_bfloat16*>(buf), maxn, 7u);
-      else fill<<<1024, 256, 0, st>>>(static_cast<__half*>(buf), maxn, 7u);
+      if (cs.dt == 0) fill<<<1024, 256, 0, b.st>>>(static_cast<__nv_bfloat16*>(b.in), maxn, 7u);
+      else fill<<<1024, 256, 0, b.st>>>(static_cast<__half*>(b.in), maxn, 7u);
       lastdt = cs.dt;
     }
     Geometry g = launch_geometry(geom(cs.M, cs.K), 2);
@@ -66,17 +63,17 @@ int main(int argc, char** argv) {
       using in_t = std::remove_const_t<std::remove_pointer_t<decltype(in)>>;
       if (cs.plain) {
         Launch pl = plan_launch<SumOp<float>, in_t, float>(g, in, sms);
-        run_launch<SumOp<float>, in_t, float>(pl, g, in, out, reinterpret_cast<float*>(part), cnt, st);
+        run_launch<SumOp<float>, in_t, float>(pl, g, in, out, reinterpret_cast<float*>(part), b.cnt, b.st);
       } else {
         CanonLaunch lc = plan_canon<WideSumOp<float>, in_t, float>(g, in, sms, cs.ov, true);
-        run_canon_launch<WideSumOp<float>, in_t, float>(lc, g, in, out, part, cnt, st);
+        run_canon_launch<WideSumOp<float>, in_t, float>(lc, g, in, out, part, b.cnt, b.st);
       }
     };
     auto go = [&] {
-      if (cs.dt == 0) run(static_cast<const __nv_bfloat16*>(buf) + cs.off);
-      else run(static_cast<const __half*>(buf) + cs.off);
+      if (cs.dt == 0) run(static_cast<const __nv_bfloat16*>(b.in) + cs.off);
+      else run(static_cast<const __half*>(b.in) + cs.off);
     };
-    const double us = time_flushed(go, N, flush, st);
+    const double us = time_flushed(go, N, b.flush, b.st);
     CK(cudaMemcpy(hout.data(), out, cs.M * 4, cudaMemcpyDeviceToHost));
     unsigned h = 0; for (int64_t i = 0; i < cs.M; ++i) { unsigned b; memcpy(&b, &hout[i], 4); h = h * 31 + b; }
     printf("RES %s|%s|%.2f|%08x\n", tag, cs.name, us, h);

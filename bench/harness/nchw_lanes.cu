@@ -27,21 +27,16 @@ static Geometry nchw(int64_t N, int64_t C, int64_t HW) {
 int main(int argc, char** argv) {
   const char* tag = argc > 1 ? argv[1] : "?";
   const int reps = argc > 2 ? atoi(argv[2]) : 40;
-  int sms = 0; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int sms = sm_count();
   const int64_t maxbytes = int64_t(1) << 29;
-  void* buf; CK(cudaMalloc(&buf, maxbytes));
-  void* out; CK(cudaMalloc(&out, 1 << 20));
-  void* part; CK(cudaMalloc(&part, 64 << 20));
-  unsigned* cnt; CK(cudaMalloc(&cnt, 1 << 20)); CK(cudaMemset(cnt, 0, 1 << 20));
-  char* flush; CK(cudaMalloc(&flush, 256 << 20));
-  cudaStream_t st; CK(cudaStreamCreate(&st));
+  Buffers b(maxbytes);
   struct Shape { int64_t N, C, HW; };
   const Shape shapes[] = {{64, 256, 56 * 56}, {32, 512, 28 * 28}, {64, 64, 112 * 112},
                           {128, 128, 56 * 56}, {256, 64, 56 * 56}, {64, 256, 32 * 32}};
   std::vector<char> hout(1 << 20);
   for (int dt = 0; dt < 2; ++dt) {
-    if (dt == 0) fill<<<1024, 256, 0, st>>>(static_cast<float*>(buf), maxbytes / 4, 7u);
-    else fill<<<1024, 256, 0, st>>>(static_cast<__nv_bfloat16*>(buf), maxbytes / 2, 7u);
+    if (dt == 0) fill<<<1024, 256, 0, b.st>>>(static_cast<float*>(b.in), maxbytes / 4, 7u);
+    else fill<<<1024, 256, 0, b.st>>>(static_cast<__nv_bfloat16*>(b.in), maxbytes / 2, 7u);
     for (const Shape& sh : shapes) {
       for (int X : {0, 1, 2, 4, 8, 16, 32}) {  // 0: the planner's default
         const int es = dt == 0 ? 4 : 2;
@@ -63,15 +58,15 @@ int main(int argc, char** argv) {
           snprintf(plan, sizeof plan, "X=%d per=%d splits=%d rps=%d grid=%ux%u bps=%d makespan=%lld",
                    lc.cfg.X, lc.cfg.per, lc.cfg.splits, int(lc.cfg.rounds_per_split), lc.grid.x,
                    lc.grid.y, bps, (long long)span);
-          run_canon_launch<Op, in_t, float>(lc, g, in, static_cast<float*>(out),
-                                            static_cast<Op::acc_t*>(part), cnt, st);
+          run_canon_launch<Op, in_t, float>(lc, g, in, static_cast<float*>(b.out),
+                                            static_cast<Op::acc_t*>(b.part), b.cnt, b.st);
         };
         auto go = [&] {
-          if (dt == 0) run(static_cast<const float*>(buf));
-          else run(static_cast<const __nv_bfloat16*>(buf));
+          if (dt == 0) run(static_cast<const float*>(b.in));
+          else run(static_cast<const __nv_bfloat16*>(b.in));
         };
-        const double us = time_flushed(go, reps, flush, st);
-        CK(cudaMemcpy(hout.data(), out, sh.C * 4, cudaMemcpyDeviceToHost));
+        const double us = time_flushed(go, reps, b.flush, b.st);
+        CK(cudaMemcpy(hout.data(), b.out, sh.C * 4, cudaMemcpyDeviceToHost));
         unsigned h = 0;
         for (int64_t i = 0; i < sh.C * 4; i += 4) { unsigned b; memcpy(&b, &hout[i], 4); h = h * 31 + b; }
         printf("RES %s|%s (%lld,%lld,%lld) X=%d|%.2f|%08x|%s\n", tag, dt == 0 ? "f32" : "bf16",
