@@ -880,6 +880,39 @@ def test_cuda_column_tiles_split_for_whole_waves(monkeypatch):
         assert len(grids) == 1 and grids[0][0] == 512 and grids[0][1] in (1, 2), grids
 
 
+# (shape, dtype): the grid on an H200 (132 SMs: 396 resident blocks of either kernel)
+NCHW_LANES = [((32, 512, 28, 28), torch.float32, (16, 49, 1)),
+              ((32, 512, 28, 28), torch.bfloat16, (16, 49, 1)),
+              ((64, 256, 56, 56), torch.float32, (256, 3, 1)),
+              ((64, 256, 56, 56), torch.bfloat16, (8, 98, 1))]
+
+
+@pytest.mark.parametrize("shape,dtype,grid", NCHW_LANES, ids=str)
+def test_cuda_nchw_statistics_take_output_lanes_for_whole_waves(shape, dtype, grid, monkeypatch):
+    """NCHW statistics whose outputs are one to two waves of few-round blocks: the planner takes
+    the output lanes of least makespan (in whole waves) where they save a quarter of one lane's
+    (launch.cuh, NOTES step 130). (32, 512, 28, 28) over (0, 2, 3): 512 outputs of 392 leaves,
+    one lane 512 blocks of 2 rounds (4 rounds on 396 slots), 32 lanes 16 tiles x 49 one-round
+    splits (2 rounds); float32 (64, 256, 56, 56) keeps one lane (256 x 3 blocks: 10 rounds
+    against 8 at best), bfloat16 takes 32 (8 x 98 blocks of 2 rounds: 4 against 6). The bits
+    are the CPU's with the planned lanes and with one and 32 forced."""
+    n = math.prod(shape)
+    x = float_data(n, dtype, seed=7).reshape(shape)
+    dims = [0, 2, 3]
+    want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
+    xc = x.cuda()
+    for spec in (None, "y=256", "y=8"):
+        set_launch(monkeypatch, spec)
+        assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{spec}")
+        assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
+    set_launch(monkeypatch, None)
+    grids = [g for m, g, _ in kernel_launches(lambda: torch.ops.treduce.sum(xc, dims))
+             if "canon_kernel<" in m]
+    assert len(grids) == 1, grids
+    if torch.cuda.get_device_properties(0).multi_processor_count == 132:
+        assert grids[0] == grid, grids
+
+
 def test_launch_override_is_validated(monkeypatch):
     x = torch.randn(1000, device="cuda")
     for bad in ("y=3", "y=512", "splits=0", "rounds=3", "per=3", "lat=2", "small=2", "grid=4",
@@ -999,6 +1032,53 @@ def test_cuda_float_specials_and_extremes(dtype, n):
                 assert_bits(got[keep], want[keep], f"{name}: {what} dtype={out}")
     zeros = torch.full((1 << 16,), -0.0, dtype=dtype)
     assert_bits(torch.ops.treduce.sum(zeros.cuda()), torch.zeros((), dtype=dtype), "a zero sum is +0")
+
+
+def float16_run_data(n, k, seed):
+    """float16 values whose runs need every bit of a double: 65504 at 70% of each output's k
+    positions (a pattern of period 10, positive in the first half, negative in the second: the
+    output's big values cancel exactly, while its nodes of 2^14 elements and more pass 2^29 and
+    round), and subnormals of random sign and mantissa, so that the result is small and its
+    float32 bits show how the nodes above the exact runs rounded."""
+    g = torch.Generator().manual_seed(seed)
+    i = torch.arange(n) % k
+    big = torch.where(i < k // 2, 65504.0, -65504.0)
+    sign = 2 * torch.randint(0, 2, (n,), generator=g) - 1
+    tiny = (torch.randint(1, 1024, (n,), generator=g) * sign).double() * 2.0 ** -24
+    mirror = torch.where(i < k // 2, i, i - k // 2)
+    x = torch.where((mirror % 10 < 7) & (i < k // 2 * 2), big, tiny)
+    return x.to(torch.float16)
+
+
+@pytest.mark.parametrize("spec", [None, "small=1,per=1", "small=1,per=2", "small=1,threads=64",
+                                  "small=1,threads=128,per=1", "small=1,per=1,loop=4",
+                                  "small=1,cluster=1", "small=1,cluster=0", "small=0"])
+@pytest.mark.parametrize("shape,dims", [(((1 << 22) + 64,), None), ((4, 1 << 20), [1]),
+                                        ((8, 1 << 16), [1]),
+                                        ((64, 16384), [1]), ((3, 32768), [1]),
+                                        (((1 << 20) + 4096 + 40,), None), ((5, 3000), [1])],
+                         ids=str)
+def test_cuda_float16_runs_sum_exactly_in_any_order(shape, dims, spec, monkeypatch):
+    """float16 sums fold each warp's whole aligned run in any order, straight from global
+    memory (canon.cuh's fold_run_any_order; NOTES step 131): every sum of at most 2^13 float16
+    values is exact in double, and the tree above a warp is unchanged. With data whose runs
+    need all 53 bits and whose larger nodes round, the double results (dtype=float64, where a
+    different grouping above 2^13 elements shows in the last bits), the float32 and float16
+    ones and the means equal the CPU's bits, for every small-kernel configuration."""
+    k = shape[-1] if dims else math.prod(shape)
+    x = float16_run_data(math.prod(shape), k, seed=sum(shape)).reshape(shape)
+    xc = x.cuda()
+    set_launch(monkeypatch, spec)
+    for out in (torch.float32, None, torch.float64):
+        assert_bits(torch.ops.treduce.sum(xc, dims, dtype=out),
+                    torch.ops.treduce.sum(x, dims, dtype=out), f"sum dtype={out}")
+    assert_bits(torch.ops.treduce.mean(xc, dims, dtype=torch.float32),
+                torch.ops.treduce.mean(x, dims, dtype=torch.float32), "mean")
+    if k >= 1 << 16:
+        # the data tells orders apart: torch's double sums (another tree), rounded to float32,
+        # differ in the bits
+        assert (torch.sum(x.double(), dims).float() !=
+                torch.ops.treduce.sum(x, dims, dtype=torch.float32)).any()
 
 
 @pytest.mark.slow

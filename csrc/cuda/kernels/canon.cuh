@@ -407,6 +407,48 @@ __device__ __forceinline__ void fold_leaf_staged(const in_t* leaf, int n, int la
   }
 }
 
+// Whether a warp's run of leaves sums exactly in Op's accumulator whatever the order: float16
+// values widened to double. Each is a multiple of 2^-24 of magnitude at most 65504 < 2^16, so
+// every partial sum of at most 2^13 of them is a multiple of 2^-24 below 2^29 and fits in the 53
+// bits of a double; infinities and NaN give the same result in any order, and a zero result is
+// +0 from a +0 identity (NOTES step 57). Then each node of the canonical tree over at most 2^13
+// elements is that exact sum, however its elements were grouped (NOTES step 131).
+template <class Op, class in_t>
+constexpr bool sums_exactly_any_order() {
+  return std::is_same_v<in_t, __half> && widens<Op>::value &&
+         std::is_same_v<typename Op::acc_t, double>;
+}
+
+// A warp's kL * 32 whole leaves, one aligned run of kL * 32 * kCanonLeaf elements at `run` (lane
+// l's leaves kL l .. kL l + kL - 1), where sums_exactly_any_order: lane l folds vectors l, l + 32,
+// l + 64, ... of the run, coalesced straight from global memory, into a[u % kL] for its u-th
+// load. a[] holds no leaf's node, but a[0] + ... + a[kL - 1] summed over the warp's lanes by
+// any tree is the exact sum of the run, as fold_leaf_staged's leaves give it: the same bits,
+// without the stage, its shuffled addresses and its warp barriers.
+template <class Op, class in_t, int kL>
+__device__ __forceinline__ void fold_run_any_order(const in_t* __restrict__ run, int lane,
+                                                   typename Op::acc_t (&a)[kL], bool ef) {
+  static_assert(sums_exactly_any_order<Op, in_t>() && 32 * kL * kCanonLeaf <= (1 << 13),
+                "a run that sums exactly in any order");
+  constexpr int V = vec_width<in_t>();
+  constexpr int kLoads = kL * kCanonLeaf / V;  // per lane
+  constexpr int kBatch = 8;
+  static_assert(kLoads % kBatch == 0, "whole batches");
+  using VecT = Vec<in_t, V>;
+  const VecT* __restrict__ vp = reinterpret_cast<const VecT*>(run) + lane;
+#pragma unroll
+  for (int b = 0; b < kLoads; b += kBatch) {
+    VecT x[kBatch];
+    const uint64_t pol = load_policy<VecT>(ef);
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) x[u] = load_in(vp + (b + u) * 32, pol);
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+#pragma unroll
+      for (int e = 0; e < V; ++e) a[(b + u) % kL] = fold<Op>(a[(b + u) % kL], x[u].v[e]);
+  }
+}
+
 // Whether canon_kernel folds interleaved leaves (fold_leaves_interleaved): inputs of 2 to 8
 // bytes (a warp's leaves are 4 KB or more).
 template <class in_t>
@@ -1213,8 +1255,15 @@ __device__ __forceinline__ typename Op::acc_t canon_small_node(const in_t* __res
     // (16-bit one-leaf kernels have one phase; the rest were not measured).
     constexpr int kPh = sizeof(in_t) == 4 && sizeof(acc_t) == 8 ? 1 : 2;
     if (__all_sync(kFullMask, len(r0 + (kL - 1) * kCanonLeaf) == kCanonLeaf)) {
-      auto* stage = reinterpret_cast<Vec<in_t, V>*>(small_stage) + (tid >> 5) * Stage::kSmallVecs;
-      fold_leaf_staged<Op, in_t, 1, kL, kPh>(p + r0, kCanonLeaf, lane, stage, b, g.evict_first);
+      if constexpr (sums_exactly_any_order<Op, in_t>()) {
+        fold_run_any_order<Op, in_t, kL>(p + (r0 - int64_t(lane) * kL * kCanonLeaf), lane, b,
+                                         g.evict_first);
+      } else {
+        auto* stage =
+            reinterpret_cast<Vec<in_t, V>*>(small_stage) + (tid >> 5) * Stage::kSmallVecs;
+        fold_leaf_staged<Op, in_t, 1, kL, kPh>(p + r0, kCanonLeaf, lane, stage, b,
+                                               g.evict_first);
+      }
     } else {
 #pragma unroll
       for (int l = 0; l < kL; ++l) {
