@@ -615,6 +615,36 @@ __device__ __forceinline__ void tree_over_y(acc_t (&a)[kVec], int X, int Y, int 
   }
 }
 
+// tree_over_y for one output lane (X = 1) of Y = blockDim.x leaf lanes (a power of two up to
+// kCanonThreads): the same perfect tree, the same additions in the same order, but the levels
+// across warps are thread 0's alone, from the warps' nodes in `sm`, in registers: two barriers
+// instead of 2 + log2(Y / 32). Every thread of the block must call it; thread 0 gets the node.
+template <class Op, class acc_t>
+__device__ __forceinline__ acc_t tree_over_block(acc_t a, int Y, int tid, acc_t* sm) {
+  for (int s = 1; s < Y && s < 32; s <<= 1) {
+    const acc_t o = shfl_down(a, s, 32);
+    if ((tid & (2 * s - 1)) == 0) a = Op::combine(a, o);
+  }
+  if (Y <= 32) return a;
+  __syncthreads();  // earlier readers of sm are done
+  if ((tid & 31) == 0) sm[tid >> 5] = a;
+  __syncthreads();
+  if (tid == 0) {
+    constexpr int kW = kCanonThreads / 32;
+    const int W = Y >> 5;  // 2 .. kW warps
+    acc_t v[kW];
+#pragma unroll
+    for (int w = 0; w < kW; ++w) v[w] = w < W ? sm[w] : Op::identity();
+#pragma unroll
+    for (int s = 1; s < kW; s <<= 1)
+#pragma unroll
+      for (int w = 0; w + s < kW; w += 2 * s)
+        if (w + s < W) v[w] = Op::combine(v[w], v[w + s]);
+    a = v[0];
+  }
+  return a;
+}
+
 // A cluster merge's start, in every thread of every block of the cluster, before any block
 // stores into another's shared memory: the first block (`first`) makes the mbarrier `bar` that
 // will count the nodes' bytes, and each block arrives at the cluster barrier (relaxed: it has
@@ -1210,8 +1240,11 @@ __device__ __noinline__ typename Op::acc_t fold_small_unaligned(
 }
 
 // canon_small_kernel's node of `K` elements at `p` (at most kL * blockDim.x leaves; every
-// thread of the block calls it, thread 0 gets the node): see canon_small_kernel.
-template <class Op, class in_t, int kL, bool kUnaligned>
+// thread of the block calls it, thread 0 gets the node): see canon_small_kernel. kFlat: the
+// levels across warps in thread 0's registers (tree_over_block; the same additions): the
+// chunked full sums 0.7-1.4% faster, but the clustered chunks of rows (64, 65536) and (8,
+// 131072) 4-7% slower (NOTES step 133), which keep tree_over_y.
+template <class Op, class in_t, int kL, bool kUnaligned, bool kFlat = true>
 __device__ __forceinline__ typename Op::acc_t canon_small_node(const in_t* __restrict__ p,
                                                                int64_t K, const Geometry& g,
                                                                int tid, int lane,
@@ -1280,8 +1313,12 @@ __device__ __forceinline__ typename Op::acc_t canon_small_node(const in_t* __res
 #pragma unroll
     for (int l = 1; l < kL; ++l) a[0] = Op::combine(a[0], b[l]);
   }
-  tree_over_y<Op, 1>(a, 1, static_cast<int>(blockDim.x), tid, sm);
-  return a[0];
+  if constexpr (kFlat) {
+    return tree_over_block<Op>(a[0], static_cast<int>(blockDim.x), tid, sm);
+  } else {
+    tree_over_y<Op, 1>(a, 1, static_cast<int>(blockDim.x), tid, sm);
+    return a[0];
+  }
 }
 
 // The chunk nodes' merge: `done` of output o's `nodes` chunk nodes at `slots` are this block's;
@@ -1306,7 +1343,7 @@ __device__ __forceinline__ void merge_chunk_nodes(const typename Op::acc_t* slot
 // (warps of whole leaves through the stage, both phases in flight, a lane's kL leaves side by
 // side; other leaves with their loads in one batch, or element by element for a last leaf that
 // is not a whole number of vectors) and merges them (their node), then the perfect tree over the
-// T lanes (tree_over_y) and thread 0 stores. The same additions as canon_kernel, in a kernel a
+// T lanes (tree_over_block; tree_over_y in clusters) and thread 0 stores. The same additions as canon_kernel, in a kernel a
 // fraction of its size and without its split, cluster and counter paths: a 2^10-element sum
 // took 2.58 µs in a CUDA graph through the latency kernel and 1.84 through a standalone kernel
 // of this shape (NOTES step 69). kL = 2 (1- and 2-byte inputs, rows of 257-512 leaves, as
@@ -1354,7 +1391,7 @@ __global__ void __launch_bounds__(kCanonThreads)
   const in_t* __restrict__ p = in + g.kept.in_offset(o) + c0;
   const int tid = threadIdx.x, lane = tid & 31;
   const acc_t a =
-      canon_small_node<Op, in_t, kL, kUnaligned>(p, K, g, tid, lane, sm, small_stage);
+      canon_small_node<Op, in_t, kL, kUnaligned, !kCluster>(p, K, g, tid, lane, sm, small_stage);
   if (chunk == 0) {
     if (tid == 0) out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(a, K, g.num_outputs));
     return;
@@ -1408,7 +1445,7 @@ __global__ void __launch_bounds__(kCanonThreads, 4)
     const int64_t c0 = q * chunk;
     const acc_t a = canon_small_node<Op, in_t, 1, kUnaligned>(
         in + g.kept.in_offset(o) + c0, min(chunk, g.reduce_len - c0), g, tid, lane, sm,
-        small_stage);  // (the next chunk's tree_over_y waits for thread 0's read of sm)
+        small_stage);  // (the next chunk's tree_over_block waits for thread 0's read of sm)
     if (tid == 0) slots[q] = a;
   }
   merge_chunk_nodes<Op>(slots, counters, (chunks - 1 - blockIdx.x) / gridDim.x + 1, chunks,
