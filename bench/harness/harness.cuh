@@ -7,8 +7,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+#include "geometry.h"  // (-Icsrc)
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
+
+// NCHW statistics: (N, C, HW) contiguous, reduced over N and HW: C outputs of N runs of HW
+// elements.
+inline treduce::Geometry nchw_geometry(int64_t N, int64_t C, int64_t HW) {
+  treduce::Geometry g;
+  g.num_outputs = C; g.reduce_len = N * HW;
+  g.kept.ndim = 1; g.kept.sizes[0] = C; g.kept.in_strides[0] = HW; g.kept.out_strides[0] = 1;
+  g.red.ndim = 2; g.red.sizes[0] = N; g.red.sizes[1] = HW;
+  g.red.in_strides[0] = C * HW; g.red.in_strides[1] = 1;
+  return g;
+}
 
 // p[i] = a hash of i and seed in [-1, 1), converted to T.
 template <class T>

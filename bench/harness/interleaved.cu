@@ -15,17 +15,10 @@
 #include "harness.cuh"
 using namespace treduce;
 
-
 // (A, B, C) contiguous, reduced over B; nchw: over A and C (NCHW statistics, C = H W).
 static Geometry geom(int64_t A, int64_t B, int64_t C, bool nchw = false) {
+  if (nchw) return nchw_geometry(A, B, C);
   Geometry g;
-  if (nchw) {
-    g.num_outputs = B; g.reduce_len = A * C;
-    g.kept.ndim = 1; g.kept.sizes[0] = B; g.kept.in_strides[0] = C; g.kept.out_strides[0] = 1;
-    g.red.ndim = 2; g.red.sizes[0] = A; g.red.sizes[1] = C;
-    g.red.in_strides[0] = B * C; g.red.in_strides[1] = 1;
-    return g;
-  }
   g.num_outputs = A * C; g.reduce_len = B;
   g.kept.ndim = 2; g.kept.sizes[0] = A; g.kept.sizes[1] = C;
   g.kept.in_strides[0] = B * C; g.kept.in_strides[1] = 1;

@@ -14,16 +14,6 @@
 #include "harness.cuh"
 using namespace treduce;
 
-// (N, C, HW) contiguous, reduced over N and HW: C outputs of N runs of HW elements.
-static Geometry nchw(int64_t N, int64_t C, int64_t HW) {
-  Geometry g;
-  g.num_outputs = C; g.reduce_len = N * HW;
-  g.kept.ndim = 1; g.kept.sizes[0] = C; g.kept.in_strides[0] = HW; g.kept.out_strides[0] = 1;
-  g.red.ndim = 2; g.red.sizes[0] = N; g.red.sizes[1] = HW;
-  g.red.in_strides[0] = C * HW; g.red.in_strides[1] = 1;
-  return g;
-}
-
 int main(int argc, char** argv) {
   const char* tag = argc > 1 ? argv[1] : "?";
   const int reps = argc > 2 ? atoi(argv[2]) : 40;
@@ -41,7 +31,7 @@ int main(int argc, char** argv) {
       for (int X : {0, 1, 2, 4, 8, 16, 32}) {  // 0: the planner's default
         const int es = dt == 0 ? 4 : 2;
         if (sh.N * sh.C * sh.HW * es > maxbytes) continue;
-        const Geometry g = launch_geometry(nchw(sh.N, sh.C, sh.HW), es);
+        const Geometry g = launch_geometry(nchw_geometry(sh.N, sh.C, sh.HW), es);
         CanonOverride ov{};
         if (X > 0) ov.y = kCanonThreads / X;
         char plan[200] = "";

@@ -919,6 +919,15 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     return c.splits > 1 ? dim3(static_cast<unsigned>(c.tiles), static_cast<unsigned>(blocks))
                         : dim3(static_cast<unsigned>(std::min(c.tiles, target * kGridCapWaves)), 1);
   };
+  // The configuration for X = x (shape(x), left in c) and its estimated makespan in rounds per
+  // block slot: split tiles' blocks listed in launch order on the first free slot (`listed`) or
+  // as whole waves of the busiest block (split_makespan); unsplit tiles as whole waves.
+  const auto makespan = [&](int x, bool listed) {
+    const dim3 grid = grid_of(shape(x));
+    return c.splits > 1 ? split_makespan(grid.x, grid.y, c.splits, c.rounds_per_split, target,
+                                         listed)
+                        : ceil_div(grid.x, target) * ceil_div(c.tiles, grid.x) * c.rounds;
+  };
   // Output lanes: as many as an output has leaves per round allow (x_leaves), and column layouts
   // at least their outputs side by side, up to 32 (x_columns). Taking at most the leaves also
   // for columns keeps every lane busy where an output has few leaves: (1024, 1024, 2) over dim 1
@@ -951,12 +960,7 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // no per-call list) where it is at most 3/4 of one lane's; elsewhere the lanes measured within
   // a few percent of each other over six NCHW shapes (NOTES step 130).
   if (ov.y == 0 && lc.vec == 1 && X == 1 && c.step == 1 && g.red.ndim >= 2) {
-    const auto span = [&](int x) {
-      const dim3 grid = grid_of(shape(x));
-      return c.splits > 1 ? split_makespan(grid.x, grid.y, c.splits, c.rounds_per_split, target,
-                                           /*listed=*/false)
-                          : ceil_div(grid.x, target) * ceil_div(c.tiles, grid.x) * c.rounds;
-    };
+    const auto span = [&](int x) { return makespan(x, /*listed=*/false); };
     const int64_t one = span(1);
     int64_t best = one;
     int best_x = 1;
@@ -998,11 +1002,7 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     int best_x = X;
     bool any = false;
     for (int x = X; x >= std::max(fewest, x_leaves); x /= 2) {
-      const dim3 grid = grid_of(shape(x));
-      const int64_t cost =
-          c.splits > 1 ? split_makespan(grid.x, grid.y, c.splits, c.rounds_per_split, target,
-                                        /*listed=*/sizeof(in_t) >= 4)
-                       : ceil_div(grid.x, target) * ceil_div(c.tiles, grid.x) * c.rounds;
+      const int64_t cost = makespan(x, /*listed=*/sizeof(in_t) >= 4);
       const int64_t nodes = c.splits > 1 ? c.tiles * c.X * c.splits : 0;
       const auto key = std::make_tuple(cost, c.merge_per_thread, !whole_segments(x), nodes);
       if (!any || key < best_key) {
