@@ -913,6 +913,27 @@ def test_cuda_nchw_statistics_take_output_lanes_for_whole_waves(shape, dtype, gr
         assert grids[0] == grid, grids
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("shape", [(32, 512, 28, 28), (6, 40, 14, 14), (5, 24, 9, 80),
+                                   (3, 16, 1, 100), (4, 8, 7, 7)], ids=str)
+def test_cuda_leaves_across_two_runs(shape, dtype, monkeypatch):
+    """Statistics over (0, 2, 3) whose H x W is not a multiple of 64: a whole leaf that crosses
+    from one run into the next is two pieces, loaded in one batch where both are whole aligned
+    vectors (canon.cuh's fold_leaf_two_runs: H x W = 784 for every dtype, 196 and 720 for
+    float32), else element by element (H x W = 100: pieces off a 16-byte boundary; 49: runs
+    shorter than a leaf). The bits are the CPU's with one, 8 and 32 output lanes, and with the
+    latency kernel where it fits."""
+    n = math.prod(shape)
+    x = float_data(n, dtype, seed=n + 11).reshape(shape)
+    dims = [0, 2, 3]
+    want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
+    xc = x.cuda()
+    for spec in (None, "y=256", "y=32", "y=8", "y=256,lat=1", "y=8,splits=4"):
+        set_launch(monkeypatch, spec)
+        assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{spec}")
+        assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
+
+
 def test_launch_override_is_validated(monkeypatch):
     x = torch.randn(1000, device="cuda")
     for bad in ("y=3", "y=512", "splits=0", "rounds=3", "per=3", "lat=2", "small=2", "grid=4",

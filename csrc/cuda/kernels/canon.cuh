@@ -781,6 +781,46 @@ struct LeafAt {
   bool in_run, vec;
 };
 
+// A whole leaf of one output lane that crosses from one run of the innermost reduced dim (`run`
+// elements, at least a leaf, stride 1) into the next: NCHW statistics whose H x W is not a
+// multiple of kCanonLeaf, such as (32, 512, 28, 28). Its elements are two contiguous pieces, the
+// last n0 of one run and the first kCanonLeaf - n0 of the next. Where both start on a 16-byte
+// boundary and n0 is whole vectors, all of the leaf's vectors are loaded in one batch and folded
+// in order: the same additions as fold_leaf, whose element walk takes eight loads at a time,
+// eight memory latencies for a leaf that the block's tree waits for (here one per eight
+// vectors, as fold_leaf_vec). Returns false, having folded nothing, otherwise. Inline: out of
+// line, the call's register saves put 200-400 local-memory instructions into each caller
+// (NOTES step 134).
+template <class Op, class in_t>
+__device__ __forceinline__ bool fold_leaf_two_runs(const in_t* p, const IndexMap& red, int64_t r0,
+                                                   int64_t run, typename Op::acc_t& a, bool ef) {
+  constexpr int V = vec_width<in_t>();
+  constexpr int kVecs = kCanonLeaf / V;
+  constexpr int kBatch = kVecs < 8 ? kVecs : 8;  // fold_leaf_vec's loads in flight
+  using VecT = Vec<in_t, V>;
+  const int n0 = static_cast<int>(run - r0 % run);  // 1 .. kCanonLeaf - 1
+  const in_t* const p0 = p + red.in_offset(r0);
+  const in_t* const p1 = p + red.in_offset(r0 + n0) - n0;  // p1 + r: element r of the leaf
+  if (n0 % V != 0 ||
+      ((reinterpret_cast<uintptr_t>(p0) | reinterpret_cast<uintptr_t>(p1)) & 15) != 0)
+    return false;
+#pragma unroll
+  for (int b = 0; b < kVecs; b += kBatch) {
+    VecT x[kBatch];
+    const uint64_t pol = load_policy<VecT>(ef);
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int r = (b + u) * V;
+      x[u] = load_in(reinterpret_cast<const VecT*>((r < n0 ? p0 : p1) + r), pol);
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+#pragma unroll
+      for (int e = 0; e < V; ++e) a = fold<Op>(a, x[u].v[e]);
+  }
+  return true;
+}
+
 // Whether canon_kernel<Op, ..., vec, ..., kStage = true> fits: its stage beside the tree's
 // kCanonThreads * vec accumulators in 48 KB (not four compensated float64 outputs, float32
 // into a float64 result).
@@ -1115,10 +1155,20 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
             // enters: the function shuffles), kPer * kCanonLeaf elements apart or anywhere.
             fold_leaf_staged_unaligned<Op>(l.p, kPer * kCanonLeaf, lane,
                                            reinterpret_cast<float*>(stage[tid >> 5]), b[0]);
-          } else if (l.vec && cfg.step == 1)
+          } else if (l.vec && cfg.step == 1) {
             fold_leaf_vec<Op, in_t, kVecBatch>(l.p, n, b[0], g.evict_first);
-          else if (n > 0)
-            fold_leaf<Op, in_t, 1>(p, g.red, cfg.one, q * kCanonLeaf, n, b, g.evict_first);
+          } else if (n > 0) {
+            // A whole leaf across two runs of 16-byte aligned pieces: one batch of loads.
+            bool two = false;
+            if constexpr (sizeof(in_t) <= 4) {
+              const int64_t r0 = q * kCanonLeaf;
+              if (cfg.step == 1 && n == kCanonLeaf && g.red.ndim > 1 && run >= kCanonLeaf &&
+                  r0 % run + kCanonLeaf > run)
+                two = fold_leaf_two_runs<Op, in_t>(p, g.red, r0, run, b[0], g.evict_first);
+            }
+            if (!two)
+              fold_leaf<Op, in_t, 1>(p, g.red, cfg.one, q * kCanonLeaf, n, b, g.evict_first);
+          }
         } else {
           // A warp whose 32 leaves are whole, each one 16-byte aligned run of 64 rows of
           // exactly its kVec outputs (cfg.step = kVec: C = 2 or 4 mid dims, two columns),
