@@ -915,14 +915,15 @@ def test_cuda_nchw_statistics_take_output_lanes_for_whole_waves(shape, dtype, gr
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("shape", [(32, 512, 28, 28), (6, 40, 14, 14), (5, 24, 9, 80),
-                                   (3, 16, 1, 100), (4, 8, 7, 7)], ids=str)
+                                   (3, 16, 1, 100), (4, 8, 7, 7), (7, 24, 5, 5)], ids=str)
 def test_cuda_leaves_across_two_runs(shape, dtype, monkeypatch):
     """Statistics over (0, 2, 3) whose H x W is not a multiple of 64: a whole leaf that crosses
     from one run into the next is two pieces, loaded in one batch where both are whole aligned
     vectors (canon.cuh's fold_leaf_two_runs: H x W = 784 for every dtype, 196 and 720 for
-    float32), else element by element (H x W = 100: pieces off a 16-byte boundary; 49: runs
-    shorter than a leaf). The bits are the CPU's with one, 8 and 32 output lanes, and with the
-    latency kernel where it fits."""
+    float32), else element by element (H x W = 100: pieces off a 16-byte boundary; 49 and 25:
+    runs shorter than a leaf; (7, 24, 5, 5): 175 elements per output, two whole leaves and one
+    of 47). The bits are the CPU's with one, 8 and 32 output lanes, and with the latency kernel
+    where it fits."""
     n = math.prod(shape)
     x = float_data(n, dtype, seed=n + 11).reshape(shape)
     dims = [0, 2, 3]
