@@ -1393,10 +1393,10 @@ __device__ __forceinline__ void merge_chunk_nodes(const typename Op::acc_t* slot
 // (warps of whole leaves through the stage, both phases in flight, a lane's kL leaves side by
 // side; other leaves with their loads in one batch, or element by element for a last leaf that
 // is not a whole number of vectors) and merges them (their node), then the perfect tree over the
-// T lanes (tree_over_block; tree_over_y in clusters) and thread 0 stores. The same additions as canon_kernel, in a kernel a
-// fraction of its size and without its split, cluster and counter paths: a 2^10-element sum
-// took 2.58 µs in a CUDA graph through the latency kernel and 1.84 through a standalone kernel
-// of this shape (NOTES step 69). kL = 2 (1- and 2-byte inputs, rows of 257-512 leaves, as
+// T lanes (tree_over_block; tree_over_y in clusters) and thread 0 stores. The same additions as
+// canon_kernel, in a kernel a fraction of its size and without its split, cluster and counter
+// paths: a 2^10-element sum took 2.58 µs in a CUDA graph through the latency kernel and 1.84
+// through a standalone kernel of this shape (NOTES step 69). kL = 2 (1- and 2-byte inputs, rows of 257-512 leaves, as
 // canon_per): bfloat16 rows of 32768 (NOTES step 75). The stage is dynamic shared memory, T / 32
 // warps of LeafStage::kSmallVecs vectors.
 //

@@ -960,12 +960,11 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // no per-call list) where it is at most 3/4 of one lane's; elsewhere the lanes measured within
   // a few percent of each other over six NCHW shapes (NOTES step 130).
   if (ov.y == 0 && lc.vec == 1 && X == 1 && c.step == 1 && g.red.ndim >= 2) {
-    const auto span = [&](int x) { return makespan(x, /*listed=*/false); };
-    const int64_t one = span(1);
+    const int64_t one = makespan(1, /*listed=*/false);
     int64_t best = one;
     int best_x = 1;
     for (int x = 2; x <= 32 && x / 2 < M; x *= 2) {
-      const int64_t s = span(x);
+      const int64_t s = makespan(x, /*listed=*/false);
       if (s < best) {
         best = s;
         best_x = x;
