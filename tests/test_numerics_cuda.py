@@ -935,6 +935,29 @@ def test_cuda_leaves_across_two_runs(shape, dtype, monkeypatch):
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("shape,dims", [((128, 256, 7, 7), [0, 2, 3]), ((64, 96, 5, 5), [0, 2, 3]),
+                                        ((300, 40, 3, 3), [0, 2, 3]), ((2048, 33, 31), [0, 2]),
+                                        ((4096, 24, 1, 2), [0, 3]), ((96, 130, 63), [0, 2])],
+                         ids=str)
+def test_cuda_leaves_over_short_runs(shape, dims, dtype, monkeypatch):
+    """Reductions over an outer dim and an innermost run shorter than a leaf (NCHW statistics
+    with H x W < 64): every whole leaf spans two or more runs, and a warp's 32 whole leaves are
+    staged together (canon.cuh's fold_leaves_staged_short_runs: one or two runs per load
+    instruction, the position advanced from leaf to leaf without a division; runs of 49, 25, 9,
+    31, 2 and 63 elements). The bits are the CPU's with the planned launch and with 1, 2, 8, 32
+    and 256 output lanes, two leaves per thread, forced splits and the latency kernel."""
+    n = math.prod(shape)
+    x = float_data(n, dtype, seed=n + 5).reshape(shape)
+    want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
+    xc = x.cuda()
+    for spec in (None, "y=256", "y=256,per=2", "y=128", "y=32", "y=8", "y=1", "y=8,splits=4",
+                 "y=256,lat=1"):
+        set_launch(monkeypatch, spec)
+        assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{spec}")
+        assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
+
+
 def test_launch_override_is_validated(monkeypatch):
     x = torch.randn(1000, device="cuda")
     for bad in ("y=3", "y=512", "splits=0", "rounds=3", "per=3", "lat=2", "small=2", "grid=4",

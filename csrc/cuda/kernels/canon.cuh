@@ -546,36 +546,92 @@ constexpr bool stages_unaligned() {
 // 21). When lane u's leaf is lane 0's plus u * spacing on every lane (full sums, rows of one
 // output per warp) the addresses come from lane 0's; otherwise each load fetches its leaf's
 // address by shuffle (rows of several outputs per warp).
+// The staging of fold_leaf_staged_unaligned and fold_leaves_staged_short_runs: `at(u, ph)` is
+// the address of element ph + lane of lane u's leaf, taken for u = 0 .. 31 in turn in each
+// phase. Every lane of the warp must call it.
+template <class Op, class in_t, class At>
+__device__ __forceinline__ void fold_leaves_staged_at(At&& at, int lane, float* stage,
+                                                      typename Op::acc_t& a) {
+  using value_t = typename Op::value_t;
+  constexpr int kRow = LeafStage<in_t>::kUnalignedRow;
+  // One phase's 32 loads in flight per lane (16 measured 0.77-0.82x of aligned float32 sums:
+  // half the bytes in flight of the aligned staging).
+#pragma unroll 1
+  for (int ph = 0; ph < kCanonLeaf; ph += 32) {
+    in_t x[32];
+#pragma unroll
+    for (int u = 0; u < 32; ++u) x[u] = *at(u, ph);
+#pragma unroll
+    for (int u = 0; u < 32; ++u) stage[u * kRow + lane] = to_acc<value_t>(x[u]);
+    __syncwarp();
+#pragma unroll
+    for (int j = 0; j < 32; ++j) a = Op::reduce(a, stage[lane * kRow + j]);
+    __syncwarp();  // the next phase overwrites the stage
+  }
+}
+
 template <class Op, class in_t>
 __device__ __forceinline__ void fold_leaf_staged_unaligned(const in_t* leaf, int64_t spacing,
                                                            int lane, float* stage,
                                                            typename Op::acc_t& a) {
-  using value_t = typename Op::value_t;
   if constexpr (stages_unaligned<Op, in_t>()) {
-    constexpr int kRow = LeafStage<in_t>::kUnalignedRow;
-    const auto leaf_of = [&](int u) { return shfl_ptr(leaf, u); };
-    // One phase's 32 loads in flight per lane (16 measured 0.77-0.82x of aligned float32 sums:
-    // half the bytes in flight of the aligned staging); `addr(u)` is lane u's leaf.
-    const auto phases = [&](auto&& addr) {
-#pragma unroll 1
-      for (int ph = 0; ph < kCanonLeaf; ph += 32) {
-        in_t x[32];
-#pragma unroll
-        for (int u = 0; u < 32; ++u) x[u] = addr(u)[ph + lane];
-#pragma unroll
-        for (int u = 0; u < 32; ++u) stage[u * kRow + lane] = to_acc<value_t>(x[u]);
-        __syncwarp();
-#pragma unroll
-        for (int j = 0; j < 32; ++j) a = Op::reduce(a, stage[lane * kRow + j]);
-        __syncwarp();  // the next phase overwrites the stage
-      }
-    };
-    const in_t* const leaf0 = leaf_of(0);
+    const in_t* const leaf0 = shfl_ptr(leaf, 0);
     if (__all_sync(kFullMask, leaf == leaf0 + lane * spacing)) {  // one shuffle, outside the loop
-      phases([&](int u) { return leaf0 + u * spacing; });
+      fold_leaves_staged_at<Op, in_t>(
+          [&](int u, int ph) { return leaf0 + u * spacing + ph + lane; }, lane, stage, a);
     } else {
-      phases(leaf_of);
+      fold_leaves_staged_at<Op, in_t>(
+          [&](int u, int ph) { return shfl_ptr(leaf, u) + ph + lane; }, lane, stage, a);
     }
+  }
+}
+
+// The warp's 32 whole leaves where the innermost reduced dim's runs are shorter than a leaf
+// (NCHW statistics with H x W < 64, such as (128, 2048, 7, 7)): reduced dims (outer, run) of
+// strides (s_outer, 1), so every leaf spans two or more runs. Lane u's leaf is leaf q0 + (u / X)
+// * dq of output lane u % X, whose elements start at p0 + (u % X) * s_out (the caller checks
+// it). Staged as fold_leaf_staged_unaligned stages contiguous leaves: in phase ph, load u
+// reads element ph + lane of lane u's leaf, so that the 32 lanes read 32 consecutive elements
+// of the reduced order (one or two runs) and each lane then folds its own leaf in order: the
+// same additions as fold_leaf, whose walk takes eight memory latencies a leaf (NOTES step 137).
+// The element's (outer, run) position advances from one leaf of an output lane to the next by
+// a precomputed quotient and remainder, without a division. Every lane must call it.
+template <class Op, class in_t>
+__device__ __forceinline__ void fold_leaves_staged_short_runs(const in_t* p0, int64_t s_out,
+                                                              int X, int64_t q0, int dq,
+                                                              const IndexMap& red, int lane,
+                                                              float* stage,
+                                                              typename Op::acc_t& a) {
+  if constexpr (stages_unaligned<Op, in_t>()) {
+    const int64_t run = red.sizes[1], s_outer = red.in_strides[0];
+    const int64_t step = int64_t(kCanonLeaf) * dq;  // from one leaf of an output lane to its next
+    const int64_t dn = step / run;
+    const int dr = static_cast<int>(step % run);
+    int64_t n = 0;
+    int r = 0;
+    const in_t* e = p0;  // element ph + lane of lane u's leaf, from the previous lane's (a chain:
+                         // products c * s_out for every u would be 32 live registers)
+    fold_leaves_staged_at<Op, in_t>(
+        [&](int u, int ph) {
+          if (u == 0) {
+            const int64_t pos = q0 * kCanonLeaf + ph + lane;
+            n = pos / run;
+            r = static_cast<int>(pos - n * run);
+            e = p0 + n * s_outer + r;
+          } else if ((u & (X - 1)) == 0) {  // the next leaf of output lane 0
+            n += dn;
+            r += dr;
+            if (r >= run) {
+              r -= static_cast<int>(run);
+              ++n;
+            }
+            e = p0 + n * s_outer + r;
+          } else {  // the same leaf of the next output lane
+            e += s_out;
+          }
+          return e;
+        },
+        lane, stage, a);
   }
 }
 
@@ -1076,6 +1132,26 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
                                        l.p == p0 + (lane / X) * (kCanonLeaf * X) + (lane & (X - 1))) &&
              (reinterpret_cast<uintptr_t>(p0) & 15) == 0;
     };
+    // fold_leaves_staged_short_runs where the innermost reduced dim's runs are shorter than a
+    // leaf (one outer reduced dim): every lane's leaf q whole, lane l's leaf lane 0's plus
+    // (l / X) * kPer leaves, of output lane l % X, whose elements start (l % X) * s_out past
+    // output lane 0's. False if it did not fold. Warp-uniform; every lane must call it.
+    const auto short_runs = [&](int64_t q, int n, acc_t& b) {
+      if constexpr (kStageUnaligned && kVec == 1) {
+        if (cfg.step != 1 || g.red.ndim != 2 || run >= kCanonLeaf) return false;
+        const in_t* const p0 = shfl_ptr(p, 0);
+        const int64_t s_out = shfl_ptr(p, X > 1 ? 1 : 0) - p0;
+        const int64_t q0 = __shfl_sync(kFullMask, q, 0);
+        if (!__all_sync(kFullMask, n == kCanonLeaf && p == p0 + (lane & (X - 1)) * s_out &&
+                                       q == q0 + (lane / X) * kPer))
+          return false;
+        fold_leaves_staged_short_runs<Op>(p0, s_out, X, q0, kPer, g.red, lane,
+                                          reinterpret_cast<float*>(stage[tid >> 5]), b);
+        return true;
+      } else {
+        return false;
+      }
+    };
     acc_t a[kVec];
     for (int64_t k = k0; k < k1; ++k) {  // block-uniform bounds: tree_over_y synchronises
       // This thread's kPer (= cfg.per) adjacent leaves (2: leaves 2q and 2q + 1, merged first:
@@ -1155,6 +1231,8 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
             // enters: the function shuffles), kPer * kCanonLeaf elements apart or anywhere.
             fold_leaf_staged_unaligned<Op>(l.p, kPer * kCanonLeaf, lane,
                                            reinterpret_cast<float*>(stage[tid >> 5]), b[0]);
+          } else if (short_runs(q, n, b[0])) {
+            // Whole leaves over runs shorter than a leaf: staged.
           } else if (l.vec && cfg.step == 1) {
             fold_leaf_vec<Op, in_t, kVecBatch>(l.p, n, b[0], g.evict_first);
           } else if (n > 0) {
