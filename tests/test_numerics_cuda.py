@@ -914,6 +914,30 @@ def test_cuda_nchw_statistics_take_output_lanes_for_whole_waves(shape, dtype, gr
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("shape", [(128, 256, 7, 7), (32, 1024, 14, 14), (256, 160, 5, 5)], ids=str)
+def test_cuda_short_runs_take_32_output_lanes(shape, dtype, monkeypatch):
+    """NCHW statistics whose H x W runs are shorter than 1 KB, with leaves enough for fewer than 8
+    output lanes: the planner takes 32, so that a block's leaves at one reduced position are 32 neighbouring channels' runs, one
+    stretch of memory (launch.cuh, NOTES step 138): ceil(C / 32) tiles. The bits are the CPU's
+    with the planned launch and with one output lane forced."""
+    n = math.prod(shape)
+    x = float_data(n, dtype, seed=n + 3).reshape(shape)
+    dims = [0, 2, 3]
+    want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
+    xc = x.cuda()
+    for spec in (None, "y=256"):
+        set_launch(monkeypatch, spec)
+        assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{spec}")
+        assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
+    set_launch(monkeypatch, None)
+    launches = [(g, b) for m, g, b in kernel_launches(lambda: torch.ops.treduce.sum(xc, dims))
+                if "canon_kernel<" in m]
+    assert len(launches) == 1, launches
+    (grid, block), = launches
+    assert grid[0] == math.ceil(shape[1] / 32) and block[0] == 256, launches
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("shape", [(32, 512, 28, 28), (6, 40, 14, 14), (5, 24, 9, 80),
                                    (3, 16, 1, 100), (4, 8, 7, 7), (7, 24, 5, 5)], ids=str)
 def test_cuda_leaves_across_two_runs(shape, dtype, monkeypatch):

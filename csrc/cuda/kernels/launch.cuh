@@ -944,13 +944,29 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // most of them idle), and where every memory run starts the same number of elements past a
   // 16-byte boundary (the outer reduced and the kept strides multiples of 8 elements), which
   // the shifted staging also needs: otherwise the warps stage element by element whatever X.
-  if (ov.y == 0 && sizeof(in_t) == 2 && lc.vec == 1 && c.step == 1 && g.red.ndim >= 2 &&
-      (reinterpret_cast<uintptr_t>(in) & 15) != 0 &&
-      g.red.sizes[g.red.ndim - 1] % (int64_t(kCanonLeaf) * c.per) == 0 &&
-      outer_strides_whole_vectors<in_t>(g)) {
+  const bool shifted = ov.y == 0 && sizeof(in_t) == 2 && lc.vec == 1 && c.step == 1 &&
+                       g.red.ndim >= 2 && (reinterpret_cast<uintptr_t>(in) & 15) != 0 &&
+                       g.red.sizes[g.red.ndim - 1] % (int64_t(kCanonLeaf) * c.per) == 0 &&
+                       outer_strides_whole_vectors<in_t>(g);
+  if (shifted) {
     const int64_t run_leaves = g.red.sizes[g.red.ndim - 1] / kCanonLeaf;
     const int64_t lanes = (run_leaves & -run_leaves) / c.per;  // >= 1
     if (lanes < 32 && M >= 32 / lanes) X = std::max<int>(X, static_cast<int>(32 / lanes));
+  }
+  // Runs of the innermost reduced dim shorter than 1 KB (NCHW statistics of 5 x 5 .. 14 x 14
+  // maps) and fewer than 8 output lanes: 32 (at most the outputs), whose leaves at one reduced
+  // position are the runs of 32 neighbouring channels, one stretch of memory per block and
+  // phase. With 1-4 lanes a block's reads are runs of 1-4 channels a whole image apart:
+  // (128, 2048, 7, 7) float32 took 66.5 µs with 2 output lanes against 33.4 with 32 (torch
+  // 48.5), bfloat16 (4 lanes) 62.1 against 27.3; (256, 256, 5, 5) 23.6 against 12.2;
+  // (64, 1024, 14, 14) 35.6 with one against 32.2. Not from 16: (16, 2048, 7, 7), 13 leaves per
+  // output, took 12.7 µs as 16 lanes of one round against 14.2 as 32 of two splits (NOTES step
+  // 138).
+  if (ov.y == 0 && !shifted && lc.vec == 1 && c.step == 1 && g.red.ndim >= 2 && X < 8 &&
+      g.red.sizes[g.red.ndim - 1] * int64_t(sizeof(in_t)) < 1024) {
+    int x = 32;
+    while (x > 1 && x > M) x /= 2;
+    X = std::max(X, x);
   }
   // One output per thread over several reduced dims (NCHW statistics over (0, 2, 3)): with one
   // output lane, outputs of one to two waves of blocks, each of a few rounds, leave the last
