@@ -962,14 +962,18 @@ def test_cuda_leaves_across_two_runs(shape, dtype, monkeypatch):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("shape,dims", [((128, 256, 7, 7), [0, 2, 3]), ((64, 96, 5, 5), [0, 2, 3]),
                                         ((300, 40, 3, 3), [0, 2, 3]), ((2048, 33, 31), [0, 2]),
-                                        ((4096, 24, 1, 2), [0, 3]), ((96, 130, 63), [0, 2])],
+                                        ((4096, 24, 1, 2), [0, 3]), ((96, 130, 63), [0, 2]),
+                                        ((48, 40, 10, 10), [0, 2, 3]), ((40, 24, 15, 15), [0, 2, 3]),
+                                        ((20, 72, 14, 14), [0, 2, 3])],
                          ids=str)
 def test_cuda_leaves_over_short_runs(shape, dims, dtype, monkeypatch):
     """Reductions over an outer dim and an innermost run shorter than a leaf (NCHW statistics
     with H x W < 64): every whole leaf spans two or more runs, and a warp's 32 whole leaves are
     staged together (canon.cuh's fold_leaves_staged_short_runs: one or two runs per load
     instruction, the position advanced from leaf to leaf without a division; runs of 49, 25, 9,
-    31, 2 and 63 elements). The bits are the CPU's with the planned launch and with 1, 2, 8, 32
+    31, 2 and 63 elements), and over runs of at least a leaf whose bytes are not whole 16-byte
+    vectors (100, 196 16-bit elements; 225 of any dtype), whose leaves are staged the same way
+    instead of walked. The bits are the CPU's with the planned launch and with 1, 2, 8, 32
     and 256 output lanes, two leaves per thread, forced splits and the latency kernel."""
     n = math.prod(shape)
     x = float_data(n, dtype, seed=n + 5).reshape(shape)

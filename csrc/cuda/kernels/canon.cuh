@@ -587,8 +587,9 @@ __device__ __forceinline__ void fold_leaf_staged_unaligned(const in_t* leaf, int
 }
 
 // The warp's 32 whole leaves where the innermost reduced dim's runs are shorter than a leaf
-// (NCHW statistics with H x W < 64, such as (128, 2048, 7, 7)): reduced dims (outer, run) of
-// strides (s_outer, 1), so every leaf spans two or more runs. Lane u's leaf is leaf q0 + (u / X)
+// (NCHW statistics with H x W < 64, such as (128, 2048, 7, 7)), or not whole 16-byte vectors
+// (bfloat16 14 x 14 maps): reduced dims (outer, run) of strides (s_outer, 1), a leaf in one
+// run or across two or more. Lane u's leaf is leaf q0 + (u / X)
 // * dq of output lane u % X, whose elements start at p0 + (u % X) * s_out (the caller checks
 // it). Staged as fold_leaf_staged_unaligned stages contiguous leaves: in phase ph, load u
 // reads element ph + lane of lane u's leaf, so that the 32 lanes read 32 consecutive elements
@@ -1133,12 +1134,16 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
              (reinterpret_cast<uintptr_t>(p0) & 15) == 0;
     };
     // fold_leaves_staged_short_runs where the innermost reduced dim's runs are shorter than a
-    // leaf (one outer reduced dim): every lane's leaf q whole, lane l's leaf lane 0's plus
-    // (l / X) * kPer leaves, of output lane l % X, whose elements start (l % X) * s_out past
-    // output lane 0's. False if it did not fold. Warp-uniform; every lane must call it.
+    // leaf, or are not whole 16-byte vectors, so that fold_leaf_two_runs's pieces are not
+    // aligned for every leaf (bfloat16 runs of 196: 392 bytes; NOTES step 140) (one outer
+    // reduced dim): every lane's leaf q whole, lane l's leaf lane 0's plus (l / X) * kPer
+    // leaves, of output lane l % X, whose elements start (l % X) * s_out past output lane 0's.
+    // False if it did not fold. Warp-uniform; every lane must call it.
     const auto short_runs = [&](int64_t q, int n, acc_t& b) {
       if constexpr (kStageUnaligned && kVec == 1) {
-        if (cfg.step != 1 || g.red.ndim != 2 || run >= kCanonLeaf) return false;
+        if (cfg.step != 1 || g.red.ndim != 2 ||
+            (run >= kCanonLeaf && run * int64_t(sizeof(in_t)) % 16 == 0))
+          return false;
         const in_t* const p0 = shfl_ptr(p, 0);
         const int64_t s_out = shfl_ptr(p, X > 1 ? 1 : 0) - p0;
         const int64_t q0 = __shfl_sync(kFullMask, q, 0);
@@ -1232,7 +1237,7 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
             fold_leaf_staged_unaligned<Op>(l.p, kPer * kCanonLeaf, lane,
                                            reinterpret_cast<float*>(stage[tid >> 5]), b[0]);
           } else if (short_runs(q, n, b[0])) {
-            // Whole leaves over runs shorter than a leaf: staged.
+            // Whole leaves over runs shorter than a leaf or of unaligned length: staged.
           } else if (l.vec && cfg.step == 1) {
             fold_leaf_vec<Op, in_t, kVecBatch>(l.p, n, b[0], g.evict_first);
           } else if (n > 0) {
