@@ -914,11 +914,13 @@ def test_cuda_nchw_statistics_take_output_lanes_for_whole_waves(shape, dtype, gr
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
-@pytest.mark.parametrize("shape", [(128, 256, 7, 7), (32, 1024, 14, 14), (256, 160, 5, 5)], ids=str)
+@pytest.mark.parametrize("shape", [(128, 256, 7, 7), (32, 1024, 14, 14), (256, 160, 5, 5)],
+                         ids=str)
 def test_cuda_short_runs_take_32_output_lanes(shape, dtype, monkeypatch):
     """NCHW statistics whose H x W runs are shorter than 1 KB, with leaves enough for fewer than 8
-    output lanes: the planner takes 32, so that a block's leaves at one reduced position are 32 neighbouring channels' runs, one
-    stretch of memory (launch.cuh, NOTES step 138): ceil(C / 32) tiles. The bits are the CPU's
+    output lanes: the planner takes 32, so that a block's leaves at one reduced position are 32
+    neighbouring channels' runs, one stretch of memory (launch.cuh, NOTES step 138): ceil(C /
+    32) tiles. The bits are the CPU's
     with the planned launch and with one output lane forced."""
     n = math.prod(shape)
     x = float_data(n, dtype, seed=n + 3).reshape(shape)
@@ -963,7 +965,8 @@ def test_cuda_leaves_across_two_runs(shape, dtype, monkeypatch):
 @pytest.mark.parametrize("shape,dims", [((128, 256, 7, 7), [0, 2, 3]), ((64, 96, 5, 5), [0, 2, 3]),
                                         ((300, 40, 3, 3), [0, 2, 3]), ((2048, 33, 31), [0, 2]),
                                         ((4096, 24, 1, 2), [0, 3]), ((96, 130, 63), [0, 2]),
-                                        ((48, 40, 10, 10), [0, 2, 3]), ((40, 24, 15, 15), [0, 2, 3]),
+                                        ((48, 40, 10, 10), [0, 2, 3]),
+                                        ((40, 24, 15, 15), [0, 2, 3]),
                                         ((20, 72, 14, 14), [0, 2, 3])],
                          ids=str)
 def test_cuda_leaves_over_short_runs(shape, dims, dtype, monkeypatch):

@@ -536,19 +536,10 @@ constexpr bool stages_unaligned() {
   return sizeof(in_t) <= 4 && sizeof(typename Op::value_t) == 4;
 }
 
-// Staging for the 32 whole leaves of a warp (contiguous elements, lane u's leaf at `leaf` on
-// lane u) that do not start on a 16-byte boundary (a view such as x[1:]), for inputs of at most
-// 4 bytes: a phase stages elements ph .. ph + 31 of every leaf, instruction u reading them from
-// lane u's leaf with one coalesced element load per lane, converted to the value type and stored
-// in rows of kUnalignedRow = 33 (free of bank conflicts both ways); each lane then folds its own
-// row in order. The same additions as fold_leaf; without it each lane read its leaf element by
-// element, 32 cache lines per warp load (the L1 takes a wavefront per line: 1 TB/s; NOTES step
-// 21). When lane u's leaf is lane 0's plus u * spacing on every lane (full sums, rows of one
-// output per warp) the addresses come from lane 0's; otherwise each load fetches its leaf's
-// address by shuffle (rows of several outputs per warp).
-// The staging of fold_leaf_staged_unaligned and fold_leaves_staged_short_runs: `at(u, ph)` is
-// the address of element ph + lane of lane u's leaf, taken for u = 0 .. 31 in turn in each
-// phase. Every lane of the warp must call it.
+// The staging of fold_leaf_staged_unaligned and fold_leaves_staged_short_runs (below): `at(u,
+// ph)` is the address of element ph + lane of lane u's leaf, taken for u = 0 .. 31 in turn in
+// each phase; the loaded elements go through the stage and each lane folds its own row in
+// order. Every lane of the warp must call it.
 template <class Op, class in_t, class At>
 __device__ __forceinline__ void fold_leaves_staged_at(At&& at, int lane, float* stage,
                                                       typename Op::acc_t& a) {
@@ -570,6 +561,16 @@ __device__ __forceinline__ void fold_leaves_staged_at(At&& at, int lane, float* 
   }
 }
 
+// Staging for the 32 whole leaves of a warp (contiguous elements, lane u's leaf at `leaf` on
+// lane u) that do not start on a 16-byte boundary (a view such as x[1:]), for inputs of at most
+// 4 bytes: a phase stages elements ph .. ph + 31 of every leaf, instruction u reading them from
+// lane u's leaf with one coalesced element load per lane, converted to the value type and stored
+// in rows of kUnalignedRow = 33 (free of bank conflicts both ways); each lane then folds its own
+// row in order. The same additions as fold_leaf; without it each lane read its leaf element by
+// element, 32 cache lines per warp load (the L1 takes a wavefront per line: 1 TB/s; NOTES step
+// 21). When lane u's leaf is lane 0's plus u * spacing on every lane (full sums, rows of one
+// output per warp) the addresses come from lane 0's; otherwise each load fetches its leaf's
+// address by shuffle (rows of several outputs per warp).
 template <class Op, class in_t>
 __device__ __forceinline__ void fold_leaf_staged_unaligned(const in_t* leaf, int64_t spacing,
                                                            int lane, float* stage,
@@ -589,12 +590,12 @@ __device__ __forceinline__ void fold_leaf_staged_unaligned(const in_t* leaf, int
 // The warp's 32 whole leaves where the innermost reduced dim's runs are shorter than a leaf
 // (NCHW statistics with H x W < 64, such as (128, 2048, 7, 7)), or not whole 16-byte vectors
 // (bfloat16 14 x 14 maps): reduced dims (outer, run) of strides (s_outer, 1), a leaf in one
-// run or across two or more. Lane u's leaf is leaf q0 + (u / X)
-// * dq of output lane u % X, whose elements start at p0 + (u % X) * s_out (the caller checks
-// it). Staged as fold_leaf_staged_unaligned stages contiguous leaves: in phase ph, load u
-// reads element ph + lane of lane u's leaf, so that the 32 lanes read 32 consecutive elements
-// of the reduced order (one or two runs) and each lane then folds its own leaf in order: the
-// same additions as fold_leaf, whose walk takes eight memory latencies a leaf (NOTES step 137).
+// run or across two or more. Lane u's leaf is leaf q0 + (u / X) * dq of output lane u % X,
+// whose elements start at p0 + (u % X) * s_out (the caller checks it). Staged as
+// fold_leaf_staged_unaligned stages contiguous leaves: in phase ph, load u reads element ph +
+// lane of lane u's leaf, so that the 32 lanes read 32 consecutive elements of the reduced order
+// (one or two runs) and each lane then folds its own leaf in order: the same additions as
+// fold_leaf, whose walk takes eight memory latencies a leaf (NOTES step 137).
 // The element's (outer, run) position advances from one leaf of an output lane to the next by
 // a precomputed quotient and remainder, without a division. Every lane must call it.
 template <class Op, class in_t>
@@ -1479,9 +1480,9 @@ __device__ __forceinline__ void merge_chunk_nodes(const typename Op::acc_t* slot
 // T lanes (tree_over_block; tree_over_y in clusters) and thread 0 stores. The same additions as
 // canon_kernel, in a kernel a fraction of its size and without its split, cluster and counter
 // paths: a 2^10-element sum took 2.58 µs in a CUDA graph through the latency kernel and 1.84
-// through a standalone kernel of this shape (NOTES step 69). kL = 2 (1- and 2-byte inputs, rows of 257-512 leaves, as
-// canon_per): bfloat16 rows of 32768 (NOTES step 75). The stage is dynamic shared memory, T / 32
-// warps of LeafStage::kSmallVecs vectors.
+// through a standalone kernel of this shape (NOTES step 69). kL = 2 (1- and 2-byte inputs,
+// rows of 257-512 leaves, as canon_per): bfloat16 rows of 32768 (NOTES step 75). The stage is
+// dynamic shared memory, T / 32 warps of LeafStage::kSmallVecs vectors.
 //
 // Chunked (chunk > 0: longer outputs, such as large full sums): block (x, y) takes chunk x of
 // output y, elements [x * chunk, (x + 1) * chunk) with chunk = kL * blockDim.x leaves (64 to
