@@ -967,7 +967,8 @@ def test_cuda_leaves_across_two_runs(shape, dtype, monkeypatch):
                                         ((4096, 24, 1, 2), [0, 3]), ((96, 130, 63), [0, 2]),
                                         ((48, 40, 10, 10), [0, 2, 3]),
                                         ((40, 24, 15, 15), [0, 2, 3]),
-                                        ((20, 72, 14, 14), [0, 2, 3])],
+                                        ((20, 72, 14, 14), [0, 2, 3]),
+                                        ((4, 3, 10, 10), [0, 2, 3]), ((3, 5, 7, 9), [0, 2, 3])],
                          ids=str)
 def test_cuda_leaves_over_short_runs(shape, dims, dtype, monkeypatch):
     """Reductions over an outer dim and an innermost run shorter than a leaf (NCHW statistics
@@ -976,8 +977,11 @@ def test_cuda_leaves_over_short_runs(shape, dims, dtype, monkeypatch):
     instruction, the position advanced from leaf to leaf without a division; runs of 49, 25, 9,
     31, 2 and 63 elements), and over runs of at least a leaf whose bytes are not whole 16-byte
     vectors (100, 196 16-bit elements; 225 of any dtype), whose leaves are staged the same way
-    instead of walked. The bits are the CPU's with the planned launch and with 1, 2, 8, 32
-    and 256 output lanes, two leaves per thread, forced splits and the latency kernel."""
+    instead of walked. A warp whose leaves end the output (a partial last leaf, lanes past it:
+    (4, 3, 10, 10) has 400 elements per output, (3, 5, 7, 9) 189, (300, 40, 3, 3) 2700) stages
+    them too, each lane folding its own leaf's length. The bits are the CPU's with the planned
+    launch and with 1, 2, 8, 32 and 256 output lanes, two leaves per thread, forced splits and
+    the latency kernel."""
     n = math.prod(shape)
     x = float_data(n, dtype, seed=n + 5).reshape(shape)
     want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU

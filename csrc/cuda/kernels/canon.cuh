@@ -539,10 +539,13 @@ constexpr bool stages_unaligned() {
 // The staging of fold_leaf_staged_unaligned and fold_leaves_staged_short_runs (below): `at(u,
 // ph)` is the address of element ph + lane of lane u's leaf, taken for u = 0 .. 31 in turn in
 // each phase; the loaded elements go through the stage and each lane folds its own row in
-// order. Every lane of the warp must call it.
-template <class Op, class in_t, class At>
+// order. kRagged: leaves of any length up to a leaf (a warp's last leaves of an output); `at`
+// returns nullptr for an element past lane u's leaf, which is not loaded, and each lane folds
+// the first n of its row (0: none). Every lane of the warp must call it.
+template <class Op, class in_t, bool kRagged = false, class At>
 __device__ __forceinline__ void fold_leaves_staged_at(At&& at, int lane, float* stage,
-                                                      typename Op::acc_t& a) {
+                                                      typename Op::acc_t& a,
+                                                      int n = kCanonLeaf) {
   using value_t = typename Op::value_t;
   constexpr int kRow = LeafStage<in_t>::kUnalignedRow;
   // One phase's 32 loads in flight per lane (16 measured 0.77-0.82x of aligned float32 sums:
@@ -551,12 +554,19 @@ __device__ __forceinline__ void fold_leaves_staged_at(At&& at, int lane, float* 
   for (int ph = 0; ph < kCanonLeaf; ph += 32) {
     in_t x[32];
 #pragma unroll
-    for (int u = 0; u < 32; ++u) x[u] = *at(u, ph);
+    for (int u = 0; u < 32; ++u) {
+      const in_t* e = at(u, ph);
+      if (kRagged && e == nullptr)
+        x[u] = in_t{};  // never folded
+      else
+        x[u] = *e;
+    }
 #pragma unroll
     for (int u = 0; u < 32; ++u) stage[u * kRow + lane] = to_acc<value_t>(x[u]);
     __syncwarp();
 #pragma unroll
-    for (int j = 0; j < 32; ++j) a = Op::reduce(a, stage[lane * kRow + j]);
+    for (int j = 0; j < 32; ++j)
+      if (!kRagged || ph + j < n) a = Op::reduce(a, stage[lane * kRow + j]);
     __syncwarp();  // the next phase overwrites the stage
   }
 }
@@ -597,15 +607,19 @@ __device__ __forceinline__ void fold_leaf_staged_unaligned(const in_t* leaf, int
 // (one or two runs) and each lane then folds its own leaf in order: the same additions as
 // fold_leaf, whose walk takes eight memory latencies a leaf (NOTES step 137).
 // The element's (outer, run) position advances from one leaf of an output lane to the next by
-// a precomputed quotient and remainder, without a division. Every lane must call it.
-template <class Op, class in_t>
+// a precomputed quotient and remainder, without a division. kRagged: the leaves need not be
+// whole (an output's last leaves; `n` is this lane's leaf's length, 0 past the last): elements
+// past the output's K = outer x run are not loaded, and each lane folds its leaf's n (NOTES
+// step 142). Every lane must call it.
+template <class Op, bool kRagged = false, class in_t>
 __device__ __forceinline__ void fold_leaves_staged_short_runs(const in_t* p0, int64_t s_out,
                                                               int X, int64_t q0, int dq,
                                                               const IndexMap& red, int lane,
                                                               float* stage,
-                                                              typename Op::acc_t& a) {
+                                                              typename Op::acc_t& a,
+                                                              int n_leaf = kCanonLeaf) {
   if constexpr (stages_unaligned<Op, in_t>()) {
-    const int64_t run = red.sizes[1], s_outer = red.in_strides[0];
+    const int64_t outer = red.sizes[0], run = red.sizes[1], s_outer = red.in_strides[0];
     const int64_t step = int64_t(kCanonLeaf) * dq;  // from one leaf of an output lane to its next
     const int64_t dn = step / run;
     const int dr = static_cast<int>(step % run);
@@ -613,8 +627,8 @@ __device__ __forceinline__ void fold_leaves_staged_short_runs(const in_t* p0, in
     int r = 0;
     const in_t* e = p0;  // element ph + lane of lane u's leaf, from the previous lane's (a chain:
                          // products c * s_out for every u would be 32 live registers)
-    fold_leaves_staged_at<Op, in_t>(
-        [&](int u, int ph) {
+    fold_leaves_staged_at<Op, in_t, kRagged>(
+        [&](int u, int ph) -> const in_t* {
           if (u == 0) {
             const int64_t pos = q0 * kCanonLeaf + ph + lane;
             n = pos / run;
@@ -631,9 +645,9 @@ __device__ __forceinline__ void fold_leaves_staged_short_runs(const in_t* p0, in
           } else {  // the same leaf of the next output lane
             e += s_out;
           }
-          return e;
+          return kRagged && n >= outer ? nullptr : e;  // element pos n x run + r: past K?
         },
-        lane, stage, a);
+        lane, stage, a, n_leaf);
   }
 }
 
@@ -1137,9 +1151,11 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
     // fold_leaves_staged_short_runs where the innermost reduced dim's runs are shorter than a
     // leaf, or are not whole 16-byte vectors, so that fold_leaf_two_runs's pieces are not
     // aligned for every leaf (bfloat16 runs of 196: 392 bytes; NOTES step 140) (one outer
-    // reduced dim): every lane's leaf q whole, lane l's leaf lane 0's plus (l / X) * kPer
-    // leaves, of output lane l % X, whose elements start (l % X) * s_out past output lane 0's.
-    // False if it did not fold. Warp-uniform; every lane must call it.
+    // reduced dim): lane l's leaf lane 0's plus (l / X) * kPer leaves, of output lane l % X,
+    // whose elements start (l % X) * s_out past output lane 0's; every leaf whole, or else (an
+    // output's last leaves: the latency kernel's one warp over a small output, such as bfloat16
+    // (4, 3, 10, 10)) ragged, each lane's leaf of its own length, 0 past the last (NOTES step
+    // 142). False if it did not fold. Warp-uniform; every lane must call it.
     const auto short_runs = [&](int64_t q, int n, acc_t& b) {
       if constexpr (kStageUnaligned && kVec == 1) {
         if (cfg.step != 1 || g.red.ndim != 2 ||
@@ -1148,12 +1164,21 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
         const in_t* const p0 = shfl_ptr(p, 0);
         const int64_t s_out = shfl_ptr(p, X > 1 ? 1 : 0) - p0;
         const int64_t q0 = __shfl_sync(kFullMask, q, 0);
-        if (!__all_sync(kFullMask, n == kCanonLeaf && p == p0 + (lane & (X - 1)) * s_out &&
-                                       q == q0 + (lane / X) * kPer))
+        if (!__all_sync(kFullMask, p == p0 + (lane & (X - 1)) * s_out &&
+                                       q == q0 + (lane / X) * kPer) ||
+            !__any_sync(kFullMask, n > 0))
           return false;
-        fold_leaves_staged_short_runs<Op>(p0, s_out, X, q0, kPer, g.red, lane,
-                                          reinterpret_cast<float*>(stage[tid >> 5]), b);
-        return true;
+        float* const st = reinterpret_cast<float*>(stage[tid >> 5]);
+        if (__all_sync(kFullMask, n == kCanonLeaf)) {
+          fold_leaves_staged_short_runs<Op>(p0, s_out, X, q0, kPer, g.red, lane, st, b);
+          return true;
+        }
+        // Ragged only at one leaf per thread: at two, its copy spilled (local memory 58 -> 134).
+        if constexpr (kPer == 1) {
+          fold_leaves_staged_short_runs<Op, true>(p0, s_out, X, q0, kPer, g.red, lane, st, b, n);
+          return true;
+        }
+        return false;
       } else {
         return false;
       }
