@@ -920,8 +920,7 @@ def test_cuda_short_runs_take_32_output_lanes(shape, dtype, monkeypatch):
     """NCHW statistics whose H x W runs are shorter than 1 KB, with leaves enough for fewer than 8
     output lanes: the planner takes 32, so that a block's leaves at one reduced position are 32
     neighbouring channels' runs, one stretch of memory (launch.cuh, NOTES step 138): ceil(C /
-    32) tiles. The bits are the CPU's
-    with the planned launch and with one output lane forced."""
+    32) tiles. The bits are the CPU's with the planned launch and with one output lane forced."""
     n = math.prod(shape)
     x = float_data(n, dtype, seed=n + 3).reshape(shape)
     dims = [0, 2, 3]
