@@ -1071,8 +1071,9 @@ def test_cuda_bits_equal_cpu_for_every_float_dtype(dtype, shape, dims):
 def test_cuda_float_specials_and_extremes(dtype, n):
     """Staged leaves summed in double: inf, -inf (in one leaf and in two), NaN, the largest
     finite values, subnormals (the smallest too) and negative zeros give the CPU's bits (NaN
-    where it has NaN), for full sums (2^23: in chunks), rows, a view with a step of 2 and mid
-    dims of two, and 16-bit sums with a float32 result."""
+    where it has NaN), for full sums (2^23: in chunks), rows, a view with a step of 2, mid dims
+    of two and columns (a whole and a partial last leaf), and 16-bit sums with a float32
+    result."""
     info = torch.finfo(dtype)
     inf, nan = float("inf"), float("nan")
     base = torch.randn(n, generator=torch.Generator().manual_seed(3)).to(dtype)
@@ -1081,6 +1082,9 @@ def test_cuda_float_specials_and_extremes(dtype, n):
         "-inf, later leaf": {70001: -inf},
         "inf and -inf in one leaf": {640: inf, 700: -inf},
         "inf and -inf in two leaves": {640: inf, 7000: -inf},
+        "inf and -inf in one column's leaf": {640: inf, 640 + 5 * 1024: -inf},
+        "inf and -inf in two of a column's leaves": {641: -inf, 641 + 100 * 1024: inf},
+        "nan and inf in one column": {642 + 3 * 1024: nan, 642 + 9 * 1024: inf},
         "nan": {5000: nan},
         "largest finite": {i: info.max * (1 if i % 3 else -1) for i in range(128, 256)},
         "one largest": {300: info.max},
@@ -1099,6 +1103,8 @@ def test_cuda_float_specials_and_extremes(dtype, n):
             ("rows", lambda t: t.view(256, n // 256), [1]),
             ("step 2", lambda t: t.view(512, n // 512)[:, ::2], [1]),
             ("mid dims of 2", lambda t: t.view(n // 2048, 1024, 2), [1]),
+            ("columns", lambda t: t.view(n // 1024, 1024), [0]),
+            ("columns, a partial last leaf", lambda t: t.view(n // 1024, 1024)[:1000], [0]),
         )
         for out in out_dtypes:
             for what, view, dims in views:
