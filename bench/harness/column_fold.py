@@ -12,15 +12,26 @@ switch, so that one call says which of them costs the library its 5% against thi
         batch (load_policy / load_in), 2 the same with evict_unchanged
   LVL   1: thread ty = 0 pushes each round's node onto a binary counter in local memory (canon
         kernel's LocalLevels for columns), 0: adds it to a register
+  ORD   the rows a thread reads: 0 its own leaf's 64 rows (the canonical order: the block's 8
+        warps read 8 leaves 64 rows apart), 1 the round's 512 rows interleaved over the warps
+        (row 8 k + ty, plain's cols_kernel pattern: not the canonical order, timing only)
 Also checks that the scaled widening's bits equal F2F + DADD's (wide exponents, zeros, negative
-zeros, subnormals). Usage: python3 bench/harness/column_fold.py OUT.json (on the H200)."""
+zeros, subnormals). Usage: python3 bench/harness/column_fold.py OUT.json (on the H200; where
+torch_reduce imports, its own column calls are timed alongside: default, plain, y = 16)."""
 import json
+import os
 import statistics as st
 import sys
 
 import cupy as cp
 import numpy as np
 import torch
+
+try:  # the library's own calls, timed the same way, where it is built
+    import torch_reduce  # noqa: F401
+    treduce = torch.ops.treduce
+except ImportError:
+    treduce = None
 
 SRC = r'''
 __device__ __forceinline__ double widen_scaled(float x) {
@@ -50,7 +61,7 @@ __device__ __forceinline__ float4 load(const float4* p, unsigned long long pol) 
                : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p), "l"(pol));
   return v;
 }
-template <int MODE, int BAR, int POL, int LVL>
+template <int MODE, int BAR, int POL, int LVL, int ORD>
 __global__ void __launch_bounds__(256, 3) colfold(const float4* __restrict__ in,
     double* __restrict__ out, int cols4, int leaves, int leaves_per_split) {
   __shared__ double sm[256 * 4];
@@ -66,14 +77,16 @@ __global__ void __launch_bounds__(256, 3) colfold(const float4* __restrict__ in,
     const int q = qb + ty;
     double b[4] = {0, 0, 0, 0};
     float fb[4] = {0, 0, 0, 0};
-    if (q < q1) {
-      const float4* p = in + (size_t)q * 64 * cols4 + c;
+    if (ORD == 0 ? q < q1 : qb + 8 <= q1) {
+      const float4* p = ORD == 0 ? in + (size_t)q * 64 * cols4 + c
+                                 : in + ((size_t)qb * 64 + ty) * cols4 + c;
+      const size_t rs = ORD == 0 ? (size_t)cols4 : (size_t)cols4 * 8;  // a thread's row step
       #pragma unroll 1
       for (int bt = 0; bt < 8; ++bt) {
         float4 x[8];
         const unsigned long long pol = policy<POL>();
         #pragma unroll
-        for (int u = 0; u < 8; ++u) x[u] = load<POL>(p + (size_t)(bt * 8 + u) * cols4, pol);
+        for (int u = 0; u < 8; ++u) x[u] = load<POL>(p + (size_t)(bt * 8 + u) * rs, pol);
         #pragma unroll
         for (int u = 0; u < 8; ++u) {
           fold1<MODE>(b[0], fb[0], chk, x[u].x); fold1<MODE>(b[1], fb[1], chk, x[u].y);
@@ -130,8 +143,9 @@ __global__ void leafsum(const float4* __restrict__ in, double* __restrict__ out,
   }
 }
 '''
-VARIANTS = ["0,1,0,0", "0,2,0,0", "0,1,1,0", "0,1,2,0", "0,1,0,1", "0,2,1,1", "0,0,0,0",
-            "1,1,0,0", "3,1,0,0", "2,1,0,0", "2,2,1,1"]
+VARIANTS = ["0,1,0,0,0", "0,2,0,0,0", "0,1,1,0,0", "0,1,2,0,0", "0,1,0,1,0", "0,2,1,1,0",
+            "0,0,0,0,0", "1,1,0,0,0", "3,1,0,0,0", "2,1,0,0,0", "2,2,1,1,0", "2,0,0,0,0",
+            "0,1,0,0,1", "0,2,1,1,1", "2,0,0,0,1"]
 
 
 def main(out_path):
@@ -182,8 +196,13 @@ def main(out_path):
                 sp = (leaves + lps - 1) // lps
                 t = bench(lambda: f((tiles, sp), (256,), (xc, out, np.int32(cols4),
                                                            np.int32(leaves), np.int32(lps))))
-                rows.setdefault(f"MODE,BAR,POL,LVL={v} splits={sp}", []).append(t)
+                rows.setdefault(f"MODE,BAR,POL,LVL,ORD={v} splits={sp}", []).append(t)
         rows.setdefault("torch.sum d0", []).append(bench(lambda: torch.sum(x, 0)))
+        for spec in ("", "plain", "y=16") if treduce is not None else ():
+            os.environ["TREDUCE_CANON_LAUNCH"] = spec  # read at every call
+            rows.setdefault(f"treduce.sum d0 {spec or 'default'}", []).append(
+                bench(lambda: treduce.sum(x, [0])))
+            os.environ.pop("TREDUCE_CANON_LAUNCH")
     res["us"] = rows
     for k, v in rows.items():
         print(f"{k:34s} " + " ".join(f"{t:7.1f}" for t in v) + f"   median {st.median(v):7.1f}")

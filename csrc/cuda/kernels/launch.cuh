@@ -1011,15 +1011,22 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     // (NOTES step 54).
     const int fewest = x_columns <= 8 ? 4 : 8;
     const auto whole_segments = [&](int x) { return x * lc.vec * int(sizeof(in_t)) >= 128; };
-    // Least first: the makespan, the merged nodes per thread, not reading whole segments, the
-    // split nodes written.
-    std::tuple<int64_t, int, bool, int64_t> best_key{};
+    // Least first: the makespan, the merged nodes per thread, not reading whole segments, for
+    // 4- and 8-byte inputs the blocks launched (each pays its prologue, its split nodes'
+    // arrival and its share of the merge: columns (16384, 16384) as 512 x 8 blocks of one round
+    // took 257.7 / 246.8 µs eager / graph, as 256 x 3 of 5-6 rounds, the same 11 rounds listed,
+    // 255.5 / 244.1; NOTES step 148), the split nodes written.
+    const bool listed = sizeof(in_t) >= 4;
+    std::tuple<int64_t, int, bool, int64_t, int64_t> best_key{};
     int best_x = X;
     bool any = false;
     for (int x = X; x >= std::max(fewest, x_leaves); x /= 2) {
-      const int64_t cost = makespan(x, /*listed=*/sizeof(in_t) >= 4);
+      const int64_t cost = makespan(x, listed);
       const int64_t nodes = c.splits > 1 ? c.tiles * c.X * c.splits : 0;
-      const auto key = std::make_tuple(cost, c.merge_per_thread, !whole_segments(x), nodes);
+      const dim3 grid = grid_of(shape(x));
+      const int64_t blocks = listed ? int64_t(grid.x) * grid.y : 0;
+      const auto key =
+          std::make_tuple(cost, c.merge_per_thread, !whole_segments(x), blocks, nodes);
       if (!any || key < best_key) {
         best_key = key;
         best_x = x;
