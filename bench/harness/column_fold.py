@@ -16,22 +16,16 @@ switch, so that one call says which of them costs the library its 5% against thi
         warps read 8 leaves 64 rows apart), 1 the round's 512 rows interleaved over the warps
         (row 8 k + ty, plain's cols_kernel pattern: not the canonical order, timing only)
 Also checks that the scaled widening's bits equal F2F + DADD's (wide exponents, zeros, negative
-zeros, subnormals). Usage: python3 bench/harness/column_fold.py OUT.json (on the H200; where
-torch_reduce imports, its own column calls are timed alongside: default, plain, y = 16)."""
+zeros, subnormals). Usage: python3 bench/harness/column_fold.py OUT.json (on the H200). Its
+torch.sum line is not comparable with triton's timings (cupy's events around a torch call read
+5% high), so the library's calls are timed elsewhere (scratch A/B scripts, bench/bench.py)."""
 import json
-import os
 import statistics as st
 import sys
 
 import cupy as cp
 import numpy as np
 import torch
-
-try:  # the library's own calls, timed the same way, where it is built
-    import torch_reduce  # noqa: F401
-    treduce = torch.ops.treduce
-except ImportError:
-    treduce = None
 
 SRC = r'''
 __device__ __forceinline__ double widen_scaled(float x) {
@@ -198,11 +192,6 @@ def main(out_path):
                                                            np.int32(leaves), np.int32(lps))))
                 rows.setdefault(f"MODE,BAR,POL,LVL,ORD={v} splits={sp}", []).append(t)
         rows.setdefault("torch.sum d0", []).append(bench(lambda: torch.sum(x, 0)))
-        for spec in ("", "plain", "y=16") if treduce is not None else ():
-            os.environ["TREDUCE_CANON_LAUNCH"] = spec  # read at every call
-            rows.setdefault(f"treduce.sum d0 {spec or 'default'}", []).append(
-                bench(lambda: treduce.sum(x, [0])))
-            os.environ.pop("TREDUCE_CANON_LAUNCH")
     res["us"] = rows
     for k, v in rows.items():
         print(f"{k:34s} " + " ".join(f"{t:7.1f}" for t in v) + f"   median {st.median(v):7.1f}")
