@@ -1,0 +1,185 @@
+"""The canonical column round outside canon_kernel (bench/NOTES.md step 149): columns (16384, 16384)
+float32 over dim 0, X output lanes of float4, Y = 256 / X leaf lanes, each thread folding one leaf
+of 64 rows per round (F2F + DADD, eight evict-first 16-byte loads in flight), the round's tree over
+the leaf lanes with a barrier per level, and the round's node stored by thread ty = 0, as
+canon_kernel's one-round splits. Switches (template arguments ASG,STORE,MINB,XL,LD,ARR):
+  ASG    0: a block's rounds contiguous, 1: taken in turn (rounds y, y + B, ...: canon_kernel's)
+  STORE  1: each round's node stored (a split node), 0: summed in a register
+  MINB   blocks per SM the kernel is built for (__launch_bounds__)
+  XL     output lanes (16 or 32)
+  LD     0: ld.global.nc.L2::cache_hint, 1: the same with L1::no_allocate
+  ARR    1: each block arrives on its tile's counter and the last merges the tile's nodes (the
+         tree's order is not kept: timing only), 0: no arrival or merge
+Timed in CUDA graphs of 10 launches, eight alternating passes, against torch.sum, the library and
+its plain kernel. Usage: python3 bench/harness/column_round.py OUT.json (on the H200, the library
+built)."""
+import json, os, statistics as st, sys
+import cupy as cp
+import numpy as np
+import torch
+import torch_reduce  # noqa: F401
+
+ops = torch.ops.treduce
+SRC = r'''
+template <int ASG, int STORE, int MINB, int XL, int LD, int ARR>
+__global__ void __launch_bounds__(256, MINB) colfold2(const float4* __restrict__ in,
+    double* __restrict__ out, int cols4, int rounds, unsigned* __restrict__ cnt, double* __restrict__ fin) {
+  __shared__ int last;
+  constexpr int Y = 256 / XL;
+  __shared__ double sm[256 * 4];
+  const int tx = threadIdx.x % XL, ty = threadIdx.x / XL;
+  const int c = blockIdx.x * XL + tx;
+  int r0, r1, rs;
+  if (ASG == 0) { const int per = (rounds + gridDim.y - 1) / gridDim.y; r0 = blockIdx.y * per;
+                  r1 = min(rounds, r0 + per); rs = 1; }
+  else { r0 = blockIdx.y; r1 = rounds; rs = gridDim.y; }
+  double a[4] = {0, 0, 0, 0};
+  for (int r = r0; r < r1; r += rs) {
+    const int q = r * Y + ty;
+    const float4* p = in + (size_t)q * 64 * cols4 + c;
+    double b[4] = {0, 0, 0, 0};
+#pragma unroll 1
+    for (int bt = 0; bt < 8; ++bt) {
+      unsigned long long pol;
+      asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+      float4 x[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        const float4* pp = p + (size_t)(bt * 8 + u) * cols4;
+        if (LD == 0)
+          asm volatile("ld.global.nc.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+                       : "=f"(x[u].x), "=f"(x[u].y), "=f"(x[u].z), "=f"(x[u].w) : "l"(pp), "l"(pol));
+        else
+          asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+                       : "=f"(x[u].x), "=f"(x[u].y), "=f"(x[u].z), "=f"(x[u].w) : "l"(pp), "l"(pol));
+      }
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        b[0] = __dadd_rn(b[0], (double)x[u].x); b[1] = __dadd_rn(b[1], (double)x[u].y);
+        b[2] = __dadd_rn(b[2], (double)x[u].z); b[3] = __dadd_rn(b[3], (double)x[u].w);
+      }
+    }
+    __syncthreads();
+    for (int v = 0; v < 4; ++v) sm[threadIdx.x * 4 + v] = b[v];
+    __syncthreads();
+    for (int s = 1; s < Y; s <<= 1) {
+      if ((ty & (2 * s - 1)) == 0)
+        for (int v = 0; v < 4; ++v) sm[threadIdx.x * 4 + v] += sm[(threadIdx.x + s * XL) * 4 + v];
+      __syncthreads();
+    }
+    if (ty == 0) {
+      for (int v = 0; v < 4; ++v) b[v] = sm[threadIdx.x * 4 + v];
+      if (STORE) { for (int v = 0; v < 4; ++v) out[((size_t)r * gridDim.x * XL + c) * 4 + v] = b[v]; }
+      else { for (int v = 0; v < 4; ++v) a[v] += b[v]; }
+    }
+  }
+  if (!STORE && ty == 0) for (int v = 0; v < 4; ++v) out[((size_t)blockIdx.y * gridDim.x * XL + c) * 4 + v] = a[v];
+  if (ARR) {  // arrival; the tile's last block merges its rounds' nodes (a tree over ty)
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) { const unsigned o = atomicAdd(&cnt[blockIdx.x], 1u); last = o == gridDim.y - 1; if (last) cnt[blockIdx.x] = 0; }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    double b[4] = {0, 0, 0, 0};
+    for (int r = ty; r < rounds; r += Y)
+      for (int v = 0; v < 4; ++v) b[v] += __ldcg(out + ((size_t)r * gridDim.x * XL + c) * 4 + v);
+    __syncthreads();
+    for (int v = 0; v < 4; ++v) sm[threadIdx.x * 4 + v] = b[v];
+    __syncthreads();
+    for (int s = 1; s < Y; s <<= 1) {
+      if ((ty & (2 * s - 1)) == 0)
+        for (int v = 0; v < 4; ++v) sm[threadIdx.x * 4 + v] += sm[(threadIdx.x + s * XL) * 4 + v];
+      __syncthreads();
+    }
+    if (ty == 0) for (int v = 0; v < 4; ++v) fin[c * 4 + v] = (float)sm[threadIdx.x * 4 + v];
+  }
+}
+'''
+# name: (template args ASG,STORE,MINB,XL,LD, grid y)
+CV = {"C X16 turn store (256x3)": ("1,1,3,16,0,0", 3), "C X16 turn store arr (256x3)": ("1,1,3,16,0,1", 3),
+      "C X16 cont store (256x3)": ("0,1,3,16,0,0", 3), "C X16 nostore (256x1)": ("0,0,3,16,0,0", 1),
+      "C X32 turn store (128x3)": ("1,1,3,32,0,0", 3), "C X32 turn store arr (128x3)": ("1,1,3,32,0,1", 3),
+      "C X32 cont store (128x3)": ("0,1,3,32,0,0", 3), "C X32 cont nostore (128x3)": ("0,0,3,32,0,0", 3),
+      "C X16 turn store arr noalloc": ("1,1,3,16,1,1", 3)}
+names = sorted({f"colfold2<{v[0]}>" for v in CV.values()})
+mod = cp.RawModule(code=SRC, options=("-std=c++17", "--gpu-architecture=sm_90"), name_expressions=names)
+
+
+def on_torch_stream(f):
+    def g():
+        with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+            f()
+    return g
+
+
+def graph_of(fns, n=10):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for f in fns:
+            f()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(n):
+            for f in fns:
+                f()
+    torch.cuda.synchronize()
+    return g
+
+
+def time_graph(g, n=10, reps=12):
+    g.replay()
+    ts = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(True), torch.cuda.Event(True)
+        a.record(); g.replay(); b.record(); b.synchronize()
+        ts.append(a.elapsed_time(b) * 1e3 / n)
+    return st.median(ts)
+
+
+def with_env(fn, env):
+    def g():
+        os.environ["TREDUCE_CANON_LAUNCH"] = env
+        try:
+            return fn()
+        finally:
+            os.environ.pop("TREDUCE_CANON_LAUNCH", None)
+    return g
+
+
+def passes(fns, n_pass=8):
+    graphs = {k: graph_of([f]) for k, f in fns.items()}
+    rows = {k: [] for k in fns}
+    for p in range(n_pass):
+        for k in (list(fns) if p % 2 == 0 else list(fns)[::-1]):
+            rows[k].append(time_graph(graphs[k]))
+    del graphs
+    torch.cuda.synchronize()
+    for k, v in rows.items():
+        print(f"  {k:34s} median {st.median(v):7.1f}  min {min(v):7.1f}  max {max(v):7.1f}", flush=True)
+    return rows
+
+
+res = {}
+R = C = 16384
+x = torch.randn((R, C), device="cuda")
+xc = cp.asarray(x)
+cols4 = C // 4
+hout = cp.empty((64 * 4096 * 4,), dtype=cp.float64)
+e1 = {"torch": lambda: torch.sum(x, 0), "ours": lambda: ops.sum(x, [0]),
+      "plain": with_env(lambda: ops.sum(x, [0]), "plain"),
+}
+for k, (v, gy) in CV.items():
+    f = mod.get_function(f"colfold2<{v}>")
+    XL = int(v.split(",")[3])
+    rounds = (R // 64) // (256 // XL)
+    e1[k] = on_torch_stream(lambda f=f, XL=XL, gy=gy, rounds=rounds: f((cols4 // XL, gy), (256,), (xc, hout, np.int32(cols4), np.int32(rounds), cnt, fin)))
+cnt = cp.zeros(4096, dtype=cp.uint32)
+fin = cp.empty(16384 * 4, dtype=cp.float64)
+print("E1 columns f32 (16384,16384) d0, graph of 10, µs per launch", flush=True)
+res["E1"] = passes(e1)
+
+json.dump(res, open(sys.argv[1], "w"), indent=1)
