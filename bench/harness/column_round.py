@@ -13,14 +13,29 @@ canon_kernel's one-round splits. Switches (template arguments ASG,STORE,MINB,XL,
 Timed in CUDA graphs of 10 launches, eight alternating passes, against torch.sum, the library and
 its plain kernel. Usage: python3 bench/harness/column_round.py OUT.json (on the H200, the library
 built)."""
-import json, os, statistics as st, sys
+import json, sys
 import cupy as cp
 import numpy as np
 import torch
 import torch_reduce  # noqa: F401
+from graph_timing import on_torch_stream, passes, with_env
 
 ops = torch.ops.treduce
 SRC = r'''
+// The block's tree over its 256 / XL leaf lanes (a barrier per level), for the four columns of
+// each output lane: the node ends in sm[tx * 4 + v], read by thread ty = 0.
+template <int XL>
+__device__ __forceinline__ void tree_over_y(double* sm, const double (&b)[4]) {
+  const int ty = threadIdx.x / XL;
+  __syncthreads();
+  for (int v = 0; v < 4; ++v) sm[threadIdx.x * 4 + v] = b[v];
+  __syncthreads();
+  for (int s = 1; s < 256 / XL; s <<= 1) {
+    if ((ty & (2 * s - 1)) == 0)
+      for (int v = 0; v < 4; ++v) sm[threadIdx.x * 4 + v] += sm[(threadIdx.x + s * XL) * 4 + v];
+    __syncthreads();
+  }
+}
 template <int ASG, int STORE, int MINB, int XL, int LD, int ARR>
 __global__ void __launch_bounds__(256, MINB) colfold2(const float4* __restrict__ in,
     double* __restrict__ out, int cols4, int rounds, unsigned* __restrict__ cnt, double* __restrict__ fin) {
@@ -59,14 +74,7 @@ __global__ void __launch_bounds__(256, MINB) colfold2(const float4* __restrict__
         b[2] = __dadd_rn(b[2], (double)x[u].z); b[3] = __dadd_rn(b[3], (double)x[u].w);
       }
     }
-    __syncthreads();
-    for (int v = 0; v < 4; ++v) sm[threadIdx.x * 4 + v] = b[v];
-    __syncthreads();
-    for (int s = 1; s < Y; s <<= 1) {
-      if ((ty & (2 * s - 1)) == 0)
-        for (int v = 0; v < 4; ++v) sm[threadIdx.x * 4 + v] += sm[(threadIdx.x + s * XL) * 4 + v];
-      __syncthreads();
-    }
+    tree_over_y<XL>(sm, b);
     if (ty == 0) {
       for (int v = 0; v < 4; ++v) b[v] = sm[threadIdx.x * 4 + v];
       if (STORE) { for (int v = 0; v < 4; ++v) out[((size_t)r * gridDim.x * XL + c) * 4 + v] = b[v]; }
@@ -84,19 +92,12 @@ __global__ void __launch_bounds__(256, MINB) colfold2(const float4* __restrict__
     double b[4] = {0, 0, 0, 0};
     for (int r = ty; r < rounds; r += Y)
       for (int v = 0; v < 4; ++v) b[v] += __ldcg(out + ((size_t)r * gridDim.x * XL + c) * 4 + v);
-    __syncthreads();
-    for (int v = 0; v < 4; ++v) sm[threadIdx.x * 4 + v] = b[v];
-    __syncthreads();
-    for (int s = 1; s < Y; s <<= 1) {
-      if ((ty & (2 * s - 1)) == 0)
-        for (int v = 0; v < 4; ++v) sm[threadIdx.x * 4 + v] += sm[(threadIdx.x + s * XL) * 4 + v];
-      __syncthreads();
-    }
+    tree_over_y<XL>(sm, b);
     if (ty == 0) for (int v = 0; v < 4; ++v) fin[c * 4 + v] = (float)sm[threadIdx.x * 4 + v];
   }
 }
 '''
-# name: (template args ASG,STORE,MINB,XL,LD, grid y)
+# name: (template arguments ASG,STORE,MINB,XL,LD,ARR, blocks per tile)
 CV = {"C X16 turn store (256x3)": ("1,1,3,16,0,0", 3), "C X16 turn store arr (256x3)": ("1,1,3,16,0,1", 3),
       "C X16 cont store (256x3)": ("0,1,3,16,0,0", 3), "C X16 nostore (256x1)": ("0,0,3,16,0,0", 1),
       "C X32 turn store (128x3)": ("1,1,3,32,0,0", 3), "C X32 turn store arr (128x3)": ("1,1,3,32,0,1", 3),
@@ -106,79 +107,21 @@ names = sorted({f"colfold2<{v[0]}>" for v in CV.values()})
 mod = cp.RawModule(code=SRC, options=("-std=c++17", "--gpu-architecture=sm_90"), name_expressions=names)
 
 
-def on_torch_stream(f):
-    def g():
-        with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-            f()
-    return g
-
-
-def graph_of(fns, n=10):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for f in fns:
-            f()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(n):
-            for f in fns:
-                f()
-    torch.cuda.synchronize()
-    return g
-
-
-def time_graph(g, n=10, reps=12):
-    g.replay()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(True), torch.cuda.Event(True)
-        a.record(); g.replay(); b.record(); b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e3 / n)
-    return st.median(ts)
-
-
-def with_env(fn, env):
-    def g():
-        os.environ["TREDUCE_CANON_LAUNCH"] = env
-        try:
-            return fn()
-        finally:
-            os.environ.pop("TREDUCE_CANON_LAUNCH", None)
-    return g
-
-
-def passes(fns, n_pass=8):
-    graphs = {k: graph_of([f]) for k, f in fns.items()}
-    rows = {k: [] for k in fns}
-    for p in range(n_pass):
-        for k in (list(fns) if p % 2 == 0 else list(fns)[::-1]):
-            rows[k].append(time_graph(graphs[k]))
-    del graphs
-    torch.cuda.synchronize()
-    for k, v in rows.items():
-        print(f"  {k:34s} median {st.median(v):7.1f}  min {min(v):7.1f}  max {max(v):7.1f}", flush=True)
-    return rows
-
-
 res = {}
 R = C = 16384
 x = torch.randn((R, C), device="cuda")
 xc = cp.asarray(x)
 cols4 = C // 4
 hout = cp.empty((64 * 4096 * 4,), dtype=cp.float64)
+cnt = cp.zeros(4096, dtype=cp.uint32)  # the tiles' arrival counters (ARR), reset by the last
+fin = cp.empty(16384 * 4, dtype=cp.float64)
 e1 = {"torch": lambda: torch.sum(x, 0), "ours": lambda: ops.sum(x, [0]),
-      "plain": with_env(lambda: ops.sum(x, [0]), "plain"),
-}
+      "plain": with_env(lambda: ops.sum(x, [0]), "plain")}
 for k, (v, gy) in CV.items():
     f = mod.get_function(f"colfold2<{v}>")
     XL = int(v.split(",")[3])
     rounds = (R // 64) // (256 // XL)
     e1[k] = on_torch_stream(lambda f=f, XL=XL, gy=gy, rounds=rounds: f((cols4 // XL, gy), (256,), (xc, hout, np.int32(cols4), np.int32(rounds), cnt, fin)))
-cnt = cp.zeros(4096, dtype=cp.uint32)
-fin = cp.empty(16384 * 4, dtype=cp.float64)
 print("E1 columns f32 (16384,16384) d0, graph of 10, µs per launch", flush=True)
 res["E1"] = passes(e1)
 

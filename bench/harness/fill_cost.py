@@ -14,6 +14,7 @@ import numpy as np
 import torch
 import triton.testing as tt
 import torch_reduce  # noqa: F401
+from graph_timing import graph_of, on_torch_stream, passes, time_graph, with_env
 
 ops = torch.ops.treduce
 res = {}
@@ -53,51 +54,6 @@ names = sorted({f"colfold<{v[0]}>" for v in HV.values()}) + [f"rd<{s},{p}>" for 
 mod = cp.RawModule(code=SRC, options=("-std=c++17", "--gpu-architecture=sm_90"), name_expressions=names)
 
 
-def on_torch_stream(f):
-    def g():
-        with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-            f()
-    return g
-
-
-def graph_of(fns, n=10):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for f in fns:
-            f()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(n):
-            for f in fns:
-                f()
-    torch.cuda.synchronize()
-    return g
-
-
-def time_graph(g, n=10, reps=12):
-    g.replay()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(True), torch.cuda.Event(True)
-        a.record(); g.replay(); b.record(); b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e3 / n)
-    return st.median(ts)
-
-
-def with_env(fn, env):
-    def g():
-        if env:
-            os.environ["TREDUCE_CANON_LAUNCH"] = env
-        try:
-            return fn()
-        finally:
-            os.environ.pop("TREDUCE_CANON_LAUNCH", None)
-    return g
-
-
 # E1: columns
 R = C = 16384
 x = torch.randn((R, C), device="cuda")
@@ -112,17 +68,8 @@ for k, (v, splits) in HV.items():
     lps = ((leaves + splits - 1) // splits + 7) // 8 * 8
     sp = (leaves + lps - 1) // lps
     e1[k] = on_torch_stream(lambda f=f, sp=sp, lps=lps: f((tiles, sp), (256,), (xc, hout, np.int32(cols4), np.int32(leaves), np.int32(lps))))
-graphs = {k: graph_of([f]) for k, f in e1.items()}
-rows = {k: [] for k in e1}
-for p in range(8):
-    for k in (list(e1) if p % 2 == 0 else list(e1)[::-1]):
-        rows[k].append(time_graph(graphs[k]))
-res["E1"] = rows
 print("E1 columns f32 (16384,16384) d0, graph of 10, µs per launch (8 passes)")
-for k, v in rows.items():
-    print(f"  {k:28s} median {st.median(v):7.1f}  min {min(v):7.1f}  max {max(v):7.1f}")
-del graphs
-torch.cuda.synchronize()
+res["E1"] = passes(e1)
 
 # E2: after a fill
 cache = torch.empty(int(256e6 // 4), dtype=torch.int, device="cuda")
@@ -137,14 +84,20 @@ for cn, (t, d) in cells.items():
 buf = torch.randn(1 << 27, device="cuda")  # 512 MB
 bc = cp.asarray(buf)
 rout = cp.empty(396, dtype=cp.float32)
-for k, (s, p) in RD.items():
-    f = mod.get_function(f"rd<{s},{p}>")
+
+
+def add_rd(k, f, p):
+    """e2[k]: read kernel f over buf, with a p-int parameter, if one launch of it succeeds."""
     pad = np.zeros(1, dtype=np.dtype([("b", np.int32, (p,))]))[0]
-    e2[k] = on_torch_stream(lambda f=f, pad=pad: f((396,), (256,), (bc, rout, np.int64(buf.numel() // 4), pad)))
+    e2[k] = on_torch_stream(lambda: f((396,), (256,), (bc, rout, np.int64(buf.numel() // 4), pad)))
     try:
         e2[k](); torch.cuda.synchronize()
     except Exception as ex:  # noqa: BLE001
         print(k, "launch failed:", ex); del e2[k]
+
+
+for k, (s, p) in RD.items():
+    add_rd(k, mod.get_function(f"rd<{s},{p}>"), p)
 # carveout forced to the largest shared memory on copies of two kernels
 for k, (s, p) in (("rd 1K carve100", (1024, 1)), ("rd 41K carve100", (41472, 1))):
     m2 = cp.RawModule(code=SRC, options=("-std=c++17", "--gpu-architecture=sm_90"), name_expressions=[f"rd<{s},{p}>"])
@@ -155,12 +108,7 @@ for k, (s, p) in (("rd 1K carve100", (1024, 1)), ("rd 41K carve100", (41472, 1))
     except Exception as ex:  # noqa: BLE001
         ok = f"fail {ex}"
     print(k, "carveout:", ok)
-    pad = np.zeros(1, dtype=np.dtype([("b", np.int32, (p,))]))[0]
-    e2[k] = on_torch_stream(lambda f=f, pad=pad: f((396,), (256,), (bc, rout, np.int64(buf.numel() // 4), pad)))
-    try:
-        e2[k](); torch.cuda.synchronize()
-    except Exception as ex:  # noqa: BLE001
-        print(k, "launch failed:", ex); del e2[k]
+    add_rd(k, f, p)
 gfill = graph_of([fill])
 out2 = {}
 for p in range(3):
