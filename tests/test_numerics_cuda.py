@@ -354,7 +354,7 @@ def kernel_launches(fn):
 
 def canon_args(name):
     """A kernel template's arguments after <Op, in_t, out_t, ...>: canon_kernel's kVec, kPer,
-    kLat, kStage, kInter; canon_small_kernel's kL, kUnaligned, kCluster."""
+    kLat, kStage, kInter; canon_small_kernel's kL, kUnaligned, kCluster, kWhole."""
     head = name.split("(")[0]
     args, depth, cur = [], 0, ""
     for ch in head[head.index("<") + 1:]:
@@ -459,7 +459,7 @@ def test_cuda_bits_of_merges_with_many_splits(dtype, n, pers, monkeypatch):
 
 
 def is_small_kernel(name):
-    # canon_small_kernel<Op, in_t, out_t, kL, kUnaligned, kCluster>, or
+    # canon_small_kernel<Op, in_t, out_t, kL, kUnaligned, kCluster, kWhole>, or
     # canon_small_loop_kernel<Op, in_t, out_t, kUnaligned> (aligned float32 and 16-bit chunks,
     # and 16-bit ones off a boundary, several per block: kL = 1)
     return "canon_small_kernel<" in name or is_loop_kernel(name)
@@ -470,8 +470,14 @@ def is_loop_kernel(name):
 
 
 def small_args(name):
-    """canon_small_kernel<Op, in_t, out_t, kL, kUnaligned, kCluster>'s last three arguments."""
-    return canon_args(name)[-3:]
+    """canon_small_kernel<Op, in_t, out_t, kL, kUnaligned, kCluster, kWhole>'s kL, kUnaligned,
+    kCluster."""
+    return canon_args(name)[:3]
+
+
+def is_whole_small(name):
+    """canon_small_kernel<..., kWhole = true>: one block per output, without the chunks' merge."""
+    return "canon_small_kernel<" in name and canon_args(name)[3] == "true"
 
 
 def small_per(name):
@@ -659,7 +665,11 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
             two = (dtype.itemsize == 1 and not aligned) or (dtype.itemsize <= 2 and k > 16384)
             small = [nm for nm in names if is_small_kernel(nm)]
             assert [small_per(nm) for nm in small] == ["2" if two else "1"], names
-    for spec in (None, "small=1", "small=0", "small=1,lat=1"):
+            # two leaves per thread: the instantiation without the chunks' merge (kWhole),
+            # except float16 (whose warps fold in any order)
+            assert [is_whole_small(nm) for nm in small] == [two and dtype != torch.float16], names
+    for spec in (None, "small=1", "small=0", "small=1,lat=1", "small=1,whole=0",
+                 "small=1,whole=1"):
         set_launch(monkeypatch, spec)
         assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{spec}")
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
@@ -995,7 +1005,7 @@ def test_cuda_leaves_over_short_runs(shape, dims, dtype, monkeypatch):
 def test_launch_override_is_validated(monkeypatch):
     x = torch.randn(1000, device="cuda")
     for bad in ("y=3", "y=512", "splits=0", "rounds=3", "per=3", "lat=2", "small=2", "grid=4",
-                "threads=32", "threads=96", "loop=0", "loop=65", "cluster=2", "fast"):
+                "threads=32", "threads=96", "loop=0", "loop=65", "cluster=2", "whole=2", "fast"):
         monkeypatch.setenv("TREDUCE_CANON_LAUNCH", bad)
         with pytest.raises(RuntimeError, match="TREDUCE_CANON_LAUNCH"):
             torch.ops.treduce.sum(x)

@@ -69,7 +69,9 @@ void run_cuda(const Plan& plan, at::Tensor& out) {
 // layout allows it (T = 1); with small=1, "threads=N" and "loop=C" force its chunks' threads
 // per block and (aligned float32 and 16-bit chunks of one leaf per thread) chunks per block,
 // and "cluster=U" an output's chunks merged in a thread-block cluster (U = 1, where one block
-// takes each and there are at most 8) or through global memory (U = 0);
+// takes each and there are at most 8) or through global memory (U = 0); "whole=W" one block per
+// output through canon_small_kernel's instantiation without the chunks' merge (W = 1) or with
+// it (W = 0);
 // "plain" sends floating sums and means to the plain kernels (float accumulators) instead (the
 // bench's baseline). See reduce_cuda.cu.
 struct CanonMode {

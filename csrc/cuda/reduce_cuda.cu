@@ -90,12 +90,16 @@ CanonMode canon_mode() {
       TORCH_CHECK(value == 0 || value == 1,
                   "TREDUCE_CANON_LAUNCH: cluster must be 0 or 1 (got '", item, "')");
       m.force.cluster = static_cast<int>(value);
+    } else if (key == "whole") {
+      TORCH_CHECK(value == 0 || value == 1,
+                  "TREDUCE_CANON_LAUNCH: whole must be 0 or 1 (got '", item, "')");
+      m.force.whole = static_cast<int>(value);
     } else if (key == "splits") {
       TORCH_CHECK(value >= 1 && value <= 65535, "TREDUCE_CANON_LAUNCH: splits must be from 1 "
                   "to 65535 (got '", item, "')");
       m.force.splits = static_cast<int>(value);
     } else {
-      TORCH_CHECK(false, "TREDUCE_CANON_LAUNCH: expected 'plain' or 'y=Y,per=P,splits=S,rounds=R,lat=L,small=T,threads=N,loop=C,cluster=U', got '",
+      TORCH_CHECK(false, "TREDUCE_CANON_LAUNCH: expected 'plain' or 'y=Y,per=P,splits=S,rounds=R,lat=L,small=T,threads=N,loop=C,cluster=U,whole=W', got '",
                   spec, "'");
     }
     pos = end + 1;

@@ -462,6 +462,8 @@ struct CanonOverride {
   int loop = 0;     // chunks per block (canon_small_loop_kernel: chunk_loop)
   int cluster = -1;  // canon_small_kernel's chunks merged in a cluster (chunk_cluster): -1
                      // automatic, 0 never, 1 wherever allowed
+  int whole = -1;    // one block per output through canon_small_kernel's kWhole instantiation:
+                     // -1 automatic (launch_small), 0 never, 1 always
 };
 
 struct CanonLaunch {
@@ -474,6 +476,8 @@ struct CanonLaunch {
   bool small = false;  // canon_small_kernel: one block of `block` threads per output
   int64_t chunk = 0;   // ... or per chunk of this many elements of an output (grid: chunks x M)
   bool cluster = false;  // ... whose chunks are merged in a cluster of gridDim.x blocks
+  int whole = -1;        // ... (chunk = 0) through its kWhole instantiation: -1 automatic
+                         // (launch_small), 0 never, 1 always
   bool stage = false;  // columns: canon_kernel<..., kStage = true> (rows of exactly vec outputs)
   bool inter = false;  // mid dims of X interleaved outputs: canon_kernel<..., kInter = true>
   dim3 grid, block;
@@ -744,6 +748,7 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
       t > 0 && M <= INT32_MAX &&
       (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 && small_auto))) {
     lc.small = true;
+    lc.whole = ov.whole;
     lc.block = dim3(static_cast<unsigned>(t));
     lc.grid = dim3(static_cast<unsigned>(M));
     return lc;
@@ -882,9 +887,18 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
       }
       if (fine_rps > 0) blocks = ceil_div(c.rounds, fine_rps);
     }
+    // 16-bit columns (four outputs per thread): one round per split, however the tile is cut.
+    // A split of several rounds pushes each round's node onto the round counter in local
+    // memory, and those pushes cost more than the split nodes they save: µs eager, bfloat16
+    // (32768, 16384) over dim 0 in the same 2 x 256 blocks 264.5 at one round per split
+    // against 293.6 at two; (64, 8192, 1024) over dim 1, 32 lanes in 512 blocks, 271.3 at one
+    // against 277.8 at 16; float32 columns unchanged at one (NOTES step 152).
+    const bool one_round = lc.vec > 1 && sizeof(in_t) == 2 && countable;
     int64_t rps = 1;
     if (ov.rounds > 0 && countable)
       rps = ov.rounds;
+    else if (one_round)
+      rps = 1;
     else if (fine_rps > 0)
       rps = fine_rps;
     else if (blocks > 1)
@@ -1017,7 +1031,14 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     // took 257.7 / 246.8 µs eager / graph, as 256 x 3 of 5-6 rounds, the same 11 rounds listed,
     // 255.5 / 244.1; NOTES step 148), the split nodes written.
     const bool listed = sizeof(in_t) >= 4;
-    std::tuple<int64_t, int, bool, int64_t, int64_t> best_key{};
+    // 16-bit columns (one round per split, shape) count up to 4 merged nodes per thread as
+    // one, so that whole segments decide between such lanes: µs eager, 16 lanes against 8,
+    // bfloat16 (32768, 16384) over dim 0 (2 against 1 nodes per thread) 268.4 against 346.5,
+    // (32768, 4096) 79.9 against 86.6, (65536, 1024) (4 against 1) 48.5 against 51.0; but
+    // (100000, 256) (8 against 2) 29.7 against 26.9, (262144, 128) (16 against 4) 36.9
+    // against 33.4 (NOTES step 152).
+    const int few_merged = sizeof(in_t) == 2 ? 4 : 1;
+    std::tuple<int64_t, int, bool, int, int64_t, int64_t> best_key{};
     int best_x = X;
     bool any = false;
     for (int x = X; x >= std::max(fewest, x_leaves); x /= 2) {
@@ -1025,8 +1046,8 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
       const int64_t nodes = c.splits > 1 ? c.tiles * c.X * c.splits : 0;
       const dim3 grid = grid_of(shape(x));
       const int64_t blocks = listed ? int64_t(grid.x) * grid.y : 0;
-      const auto key =
-          std::make_tuple(cost, c.merge_per_thread, !whole_segments(x), blocks, nodes);
+      const auto key = std::make_tuple(cost, std::max(c.merge_per_thread, few_merged),
+                                       !whole_segments(x), c.merge_per_thread, blocks, nodes);
       if (!any || key < best_key) {
         best_key = key;
         best_x = x;
@@ -1103,6 +1124,25 @@ void launch_latency(const CanonLaunch& lc, const Geometry& g, const in_t* in, ou
     kKernel<<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cfg, partials, counters);
 }
 
+// canon_small_kernel at kL leaves per thread, one block per output (lc.chunk = 0) or chunks
+// merged through partials. One block per output at two leaves per thread takes the kWhole
+// instantiation, without the chunks' merge, except float16 (folded in any order) (NOTES step
+// 151, µs eager against the chunk kernel: bfloat16 rows (16384, 32768) 257.2 against 290.3,
+// float8 rows 240.8 against 244.5, float16 250.4 against 248.5; at one leaf per thread float32
+// rows (16384, 16384) 266.3 against 242.5); lc.whole forces it off or on.
+template <class Op, class in_t, class out_t, int kL, bool kUnaligned>
+void launch_small(const CanonLaunch& lc, const Geometry& g, const in_t* in, out_t* out,
+                  typename Op::acc_t* partials, unsigned* counters, size_t stage,
+                  cudaStream_t stream) {
+  constexpr bool kWholeAuto = kL == 2 && !sums_exactly_any_order<Op, in_t>();
+  if (lc.chunk == 0 && (lc.whole < 0 ? kWholeAuto : lc.whole == 1))
+    canon_small_kernel<Op, in_t, out_t, kL, kUnaligned, false, true>
+        <<<lc.grid, lc.block, stage, stream>>>(in, out, g, partials, counters, 0, 0);
+  else
+    canon_small_kernel<Op, in_t, out_t, kL, kUnaligned><<<lc.grid, lc.block, stage, stream>>>(
+        in, out, g, partials, counters, lc.chunk, lc.cfg.merge_per_thread);
+}
+
 template <class Op, class in_t, class out_t>
 void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, out_t* out,
                       typename Op::acc_t* partials, unsigned* counters, cudaStream_t stream) {
@@ -1140,13 +1180,13 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
             return;
           }
           if (!two) {
-            canon_small_kernel<Op, in_t, out_t, 1, true><<<lc.grid, lc.block, stage, stream>>>(
-                in, out, g, partials, counters, lc.chunk, merge);
+            launch_small<Op, in_t, out_t, 1, true>(lc, g, in, out, partials, counters, stage,
+                                                   stream);
             return;
           }
         }
-        canon_small_kernel<Op, in_t, out_t, kL, true><<<lc.grid, lc.block, stage, stream>>>(
-            in, out, g, partials, counters, lc.chunk, merge);
+        launch_small<Op, in_t, out_t, kL, true>(lc, g, in, out, partials, counters, stage,
+                                                stream);
         return;
       }
     }
@@ -1165,13 +1205,12 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
     }
     if constexpr (kL == 2) {
       if (two) {
-        canon_small_kernel<Op, in_t, out_t, 2><<<lc.grid, lc.block, stage, stream>>>(
-            in, out, g, partials, counters, lc.chunk, merge);
+        launch_small<Op, in_t, out_t, 2, false>(lc, g, in, out, partials, counters, stage,
+                                               stream);
         return;
       }
     }
-    canon_small_kernel<Op, in_t, out_t><<<lc.grid, lc.block, stage, stream>>>(
-        in, out, g, partials, counters, lc.chunk, merge);
+    launch_small<Op, in_t, out_t, 1, false>(lc, g, in, out, partials, counters, stage, stream);
     return;
   }
   if (lc.lat) {
