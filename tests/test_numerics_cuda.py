@@ -867,6 +867,37 @@ def test_cuda_column_staging_bits(shape, dims, staged, dtype, monkeypatch):
         assert_bits(torch.ops.treduce.sum(vc, dims), torch.ops.treduce.sum(v, dims), f"x[{k}:]")
 
 
+# (name, view of a base tensor, dims): columns read four outputs per thread (fold_leaf), along
+# one reduced dim (batches of sixteen loads, then single loads for a leaf's rest) or through a
+# Walker over two reduced dims that do not merge (batches of eight).
+COLUMN_FOLD_CASES = [
+    ("K=37", lambda b: b[:37 * 262144].view(37, 262144), [0]),  # two batches and five singles
+    ("K=200", lambda b: b[:200 * 65536].view(200, 65536), [0]),  # three whole leaves and eight
+    ("two dims", lambda b: b[:40 * 7 * 65536].view(40, 7, 65536)[:, :6], [0, 1]),  # Walker
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("name,view,dims", COLUMN_FOLD_CASES, ids=[c[0] for c in COLUMN_FOLD_CASES])
+def test_cuda_column_fold_batches(name, view, dims, dtype, monkeypatch):
+    """The column fold's batches (sixteen loads in flight along one reduced dim, eight through
+    the Walker, single loads for a leaf's last elements) fold each leaf in order: bits equal
+    the CPU's by default and under forced shapes, and the column kernel (four outputs per
+    thread) is the one that runs."""
+    base = float_data(40 * 7 * 65536, dtype, seed=41)
+    x, xc = view(base), view(base.cuda())
+    want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
+    names = [m for m in kernels_run(lambda: torch.ops.treduce.sum(xc, dims))
+             if "canon_kernel<" in m]
+    assert [canon_args(m)[0] for m in names] == ["4"], names
+    assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{name} default")
+    assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"{name} mean default")
+    for spec in ("y=1,splits=1", "y=8,splits=3", "y=64,splits=2,rounds=1"):
+        monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+        assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{name} {spec}")
+        assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"{name} mean {spec}")
+
+
 def test_cuda_column_tiles_split_for_whole_waves(monkeypatch):
     """Columns with a wave or more of tiles: the planner cuts each tile's rounds into one-round
     splits where those fill the waves better (launch.cuh, NOTES step 82). (32, 2048, 1024) over
