@@ -1,4 +1,4 @@
-// plan_canon's launches for bfloat16 column and mid-dim sums, without a GPU (NOTES step 152):
+// plan_canon's launches for bfloat16 column and mid-dim sums, without a GPU (NOTES steps 152, 155):
 // one line per shape with the lanes X, leaf lanes Y, grid, rounds, splits, rounds per split and
 // merged nodes per thread. Build it against two copies of csrc and diff the outputs to see which
 // plans a planner change moves:
@@ -71,10 +71,15 @@ int main() {
       {1, 1048576, 128}, {1, 262144, 128},  {1, 65536, 1024},  {1, 2048, 2048},
       {1, 1024, 1024},   {32, 1024, 512},   {1, 100000, 256},  {4, 65536, 512},
       {1, 512, 65536},   {1, 256, 262144},  {1, 128, 1048576}, {1, 8192, 512},
-      {1, 1000000, 64},  {1, 16384, 2048}};
+      {1, 1000000, 64},  {1, 16384, 2048}, {1, 2097152, 64}, {1, 1048576, 32}, {1, 8388608, 16},
+      {1, 2097152, 32}, {1, 524288, 256}, {1, 4194304, 64}, {1, 1048576, 64}, {1, 3000000, 40},
+      {1, 200, 65536}, {1, 37, 262144}, {40, 6, 65536}, {64, 131072, 8}, {64, 524288, 4}, {8, 4096, 4096}, {1, 65536, 4096}};
   for (const auto& s : shapes) mid(s[0], s[1], s[2]);
   nhwc(64, 256, 3136);
   nhwc(64, 512, 4096);
   nhwc(32, 512, 784);
   nhwc(64, 64, 12544);
+  nhwc(128, 64, 12544);
+  nhwc(32, 128, 3136);
+  nhwc(256, 64, 3136);
 }

@@ -850,6 +850,7 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // The rest of the configuration for X output lanes: Y, rounds, tiles, then blocks per tile as
   // for the other kernels, and splits of a power-of-two number of rounds (nodes of the tree),
   // about eight per block so that the blocks' shares stay even. Returns the blocks per tile.
+  bool final_shape = false;  // shape() for the chosen lanes (below)
   const auto shape = [&](int X) {
     c.X = X;
     c.Y = kCanonThreads / c.X;
@@ -913,6 +914,12 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     if (ov.rounds == 0)
       while (rps < c.rounds && ceil_div(c.rounds, rps) > int64_t(c.Y) * merge_per_thread)
         rps *= 2;
+    // 16-bit columns that the merge's limit pushes to two rounds per split take four, once the
+    // lanes are chosen (`final_shape`; the lane choice still sees two): two measured 3-5% slower
+    // than one or four in the same lanes (µs eager, rounds 1 / 2 / 4: bfloat16 (2097152, 64)
+    // over dim 0, 32 leaf lanes, 96.9 / 100.2 / 96.0; (4194304, 32), 64 leaf lanes, 91.3 / 95.7
+    // / 90.0; (1048576, 128), 32 leaf lanes, 107.5 / 108.5 / 104.7; NOTES step 155).
+    if (final_shape && one_round && ov.rounds == 0 && rps == 2 && c.rounds > 2) rps = 4;
     constexpr int64_t kMaxRounds = int64_t(1) << (kCanonLevels - 1);
     rps = std::min(rps, kMaxRounds);
     c.splits = static_cast<int>(std::min<int64_t>(ceil_div(c.rounds, rps), INT32_MAX));
@@ -1057,6 +1064,7 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     X = best_x;
   }
   lc.block = dim3(kCanonThreads);
+  final_shape = true;
   lc.grid = grid_of(shape(X));
   // Interleaved leaves at one output per thread (fold_leaves_interleaved): where a tile's X = 4
   // .. 32 output lanes are the innermost kept dim, of that size and stride 1, and the innermost
