@@ -93,8 +93,8 @@ __device__ __forceinline__ void fold_rows(const in_t* __restrict__ p, Next&& nex
 // fold_rows through an IndexMap, eight loads in flight; sixteen (`deep`) along one reduced dim
 // for four 16-bit outputs per thread (8-byte loads: 128 bytes per thread, as 16-byte loads of
 // eight keep) where the caller says so: canon_kernel's one-round splits, whose round counter
-// holds no node (with several rounds per split sixteen measured 2-5% slower, and for float32
-// 3-4% slower anywhere; NOTES step 154).
+// holds no node (with several rounds per split sixteen measured 2-3% slower, and for float32
+// 3-6% slower anywhere; NOTES step 154).
 template <class Op, class in_t, int kVec>
 __device__ __forceinline__ void fold_leaf(const in_t* __restrict__ p, const IndexMap& red,
                                           const StepDigits& one, int64_t r0, int n,
