@@ -850,8 +850,8 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // The rest of the configuration for X output lanes: Y, rounds, tiles, then blocks per tile as
   // for the other kernels, and splits of a power-of-two number of rounds (nodes of the tree),
   // about eight per block so that the blocks' shares stay even. Returns the blocks per tile.
-  bool final_shape = false;  // shape() for the chosen lanes (below)
-  const auto shape = [&](int X) {
+  // `final_shape`: the call for the chosen lanes (below), not one of the lane loop's.
+  const auto shape = [&](int X, bool final_shape = false) {
     c.X = X;
     c.Y = kCanonThreads / c.X;
     c.rounds = ceil_div(c.leaves, int64_t(c.Y) * c.per);
@@ -1064,8 +1064,7 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     X = best_x;
   }
   lc.block = dim3(kCanonThreads);
-  final_shape = true;
-  lc.grid = grid_of(shape(X));
+  lc.grid = grid_of(shape(X, /*final_shape=*/true));
   // Interleaved leaves at one output per thread (fold_leaves_interleaved): where a tile's X = 4
   // .. 32 output lanes are the innermost kept dim, of that size and stride 1, and the innermost
   // reduced stride is X (mid dims (A, B, C) over B, C = X, with too few leaves for the column
