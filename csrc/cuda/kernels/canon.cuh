@@ -790,6 +790,41 @@ __device__ __forceinline__ typename Op::acc_t counter_result(const Levels& level
   return r;
 }
 
+// counter_push and counter_result for kVec outputs at once, levels(v) being output v's levels:
+// the same additions, with each level's kVec loads issued together, so that a push waits for one
+// load per level instead of kVec in turn.
+template <class Op, int kVec, class LevelsOf, class acc_t>
+__device__ __forceinline__ void counter_push_all(LevelsOf&& levels, const acc_t (&node)[kVec],
+                                                 int64_t count) {
+  acc_t x[kVec];
+#pragma unroll
+  for (int v = 0; v < kVec; ++v) x[v] = node[v];
+  int l = 0;
+  for (; count & 1; count >>= 1, ++l) {
+    acc_t y[kVec];
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) y[v] = levels(v).get(l);
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) x[v] = Op::combine(y[v], x[v]);
+  }
+#pragma unroll
+  for (int v = 0; v < kVec; ++v) levels(v).set(l, x[v]);
+}
+template <class Op, int kVec, class LevelsOf, class acc_t>
+__device__ __forceinline__ void counter_result_all(LevelsOf&& levels, acc_t (&r)[kVec],
+                                                   int64_t count) {
+  bool any = false;
+  for (int l = 0; l < kCanonLevels; ++l) {
+    if (!((count >> l) & 1)) continue;
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) {
+      const acc_t y = levels(v).get(l);
+      r[v] = any ? Op::combine(y, r[v]) : y;
+    }
+    any = true;
+  }
+}
+
 // A counter in the thread's local memory (the final merge's).
 template <class acc_t>
 struct LocalLevels {
@@ -1324,15 +1359,10 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
         for (int v = 0; v < kVec; ++v) a[v] = j == 0 ? b[v] : Op::combine(a[v], b[v]);
       }
       tree_over_y<Op, kVec>(a, X, Y, tid, sm);
-      if (ty == 0 && k1 - k0 > 1) {  // one round: its node is the split's node
-#pragma unroll
-        for (int v = 0; v < kVec; ++v) counter_push<Op>(round_levels(v), a[v], k - k0);
-      }
+      if (ty == 0 && k1 - k0 > 1)  // one round: its node is the split's node
+        counter_push_all<Op, kVec>(round_levels, a, k - k0);
     }
-    if (ty == 0 && k1 - k0 > 1) {
-#pragma unroll
-      for (int v = 0; v < kVec; ++v) a[v] = counter_result<Op>(round_levels(v), k1 - k0);
-    }
+    if (ty == 0 && k1 - k0 > 1) counter_result_all<Op, kVec>(round_levels, a, k1 - k0);
     if (kLat && cfg.splits > 1) {  // this split's node, to the cluster's first block
       cluster_wait();  // every block of the cluster has started (every thread takes part)
       if (ty == 0) {
