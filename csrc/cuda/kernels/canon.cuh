@@ -792,7 +792,10 @@ __device__ __forceinline__ typename Op::acc_t counter_result(const Levels& level
 
 // counter_push and counter_result for kVec outputs at once, levels(v) being output v's levels:
 // the same additions, with each level's kVec loads issued together, so that a push waits for one
-// load per level instead of kVec in turn.
+// load per level instead of kVec in turn (NOTES step 167). counter_result_all needs count > 0:
+// it leaves r[] as it is for none, where counter_result gives the identity. (merge_tile_splits
+// keeps the one-output forms: rewriting those as kVec = 1 of these moved its SASS, which only an
+// H200 run of the suite can clear.)
 template <class Op, int kVec, class LevelsOf, class acc_t>
 __device__ __forceinline__ void counter_push_all(LevelsOf&& levels, const acc_t (&node)[kVec],
                                                  int64_t count) {
