@@ -62,12 +62,26 @@ if not only_fast:
         f"CUDA_ARCH_LIST = {os.environ['TORCH_CUDA_ARCH_LIST'] if with_cuda else None!r}\n"
     )
 
+class BuildExt(BuildExtension.with_options(use_ninja=True)):
+    """Each extension in a build folder of its own. ninja keeps one dependency log per folder and
+    drops the entries of outputs that the current manifest does not name, so with _C and _fast
+    in one folder every build recompiled all of _C."""
+
+    def build_extension(self, ext):
+        base = self.build_temp
+        self.build_temp = os.path.join(base, ext.name.rsplit(".", 1)[-1])
+        try:
+            super().build_extension(ext)
+        finally:
+            self.build_temp = base
+
+
 setup(
     name="torch-reduce",
     version="0.1.0",
     packages=find_packages(include=["torch_reduce", "torch_reduce.*"]),
     ext_modules=[fast_ext] if only_fast else [ext, fast_ext],
-    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+    cmdclass={"build_ext": BuildExt},
     install_requires=["torch==2.11.0"],
     # _C uses only CPython's stable ABI (`_C.abi3.so`); _fast is built for the running Python,
     # so a wheel is tagged for that Python.
