@@ -58,8 +58,10 @@ void check_dtype(OpKind kind, at::ScalarType t, const char* what) {
                      "); sum, mean, amax and amin accept float8 inputs");
     return;
   }
+  const bool bitwise = kind == OpKind::kAnd || kind == OpKind::kOr || kind == OpKind::kXor;
   TORCH_CHECK_TYPE(supported_dtype(t), "treduce.", op_name(kind), ": ", what, " dtype ", t,
-                   " is not supported; supported dtypes are float32, float64, float16, bfloat16, "
+                   " is not supported; supported dtypes are ",
+                   bitwise ? "" : "float32, float64, float16, bfloat16, ",
                    "int8, int16, int32, int64, uint8 and bool",
                    takes_fp8(kind) ? " (and float8 inputs)" : "");
 }
@@ -178,9 +180,26 @@ Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
   if (all_dims) {
     for (int64_t d = 0; d < ndim; ++d) reduced.set(d);
   } else {
-    reduced = at::dim_list_to_bitset(*dim, ndim);
+    // As torch: every dim wrapped first (IndexError), then, for the ops without an identity,
+    // every reduced dim of an empty input checked (IndexError), then the repeats (RuntimeError).
+    std::vector<int64_t> wrapped(dim->begin(), dim->end());
+    for (int64_t& d : wrapped) d = at::maybe_wrap_dim(d, ndim);
+    if ((is_extreme(kind) || is_arg(kind)) && self.numel() == 0)
+      for (const int64_t d : wrapped)
+        TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) != 0, op_name(kind),
+                          "(): Expected reduction dim ", d, " to have non-zero size.");
+    reduced = at::dim_list_to_bitset(wrapped, ndim);
   }
   if (is_extreme(kind) || is_arg(kind)) check_nonempty(kind, self, all_dims, reduced);
+
+  // The tensor the kernel reads: the input itself, or (for sum, mean and prod with a dtype=
+  // pair that has no kernel) its conversion to the result dtype. Every stride below is taken from
+  // this tensor, never from `self`: a conversion of a view that is not densely packed is a new
+  // layout (contiguous), and describing it with the view's strides reads the wrong elements.
+  plan.input = self;
+  if (takes_dtype(kind) && !native_sum_pair(self.scalar_type(), plan.out_dtype))
+    plan.input = self.to(plan.out_dtype);
+  const at::Tensor& src = plan.input;
 
   // Output shape, and the contiguous output stride of each kept dim.
   std::vector<int64_t> out_stride(std::max<int64_t>(ndim, 1), 0);
@@ -196,16 +215,11 @@ Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
   for (int64_t d = 0; d < ndim; ++d) {
     if (reduced.test(d)) {
       if (keepdim) plan.out_shape.push_back(1);
-      if (self.size(d) != 1) red.push_back({self.size(d), self.stride(d), 0});
+      if (src.size(d) != 1) red.push_back({src.size(d), src.stride(d), 0});
     } else {
-      plan.out_shape.push_back(self.size(d));
-      if (self.size(d) != 1) kept.push_back({self.size(d), self.stride(d), out_stride[d]});
+      plan.out_shape.push_back(src.size(d));
+      if (src.size(d) != 1) kept.push_back({src.size(d), src.stride(d), out_stride[d]});
     }
-  }
-
-  plan.input = self;
-  if (takes_dtype(kind) && !native_sum_pair(self.scalar_type(), plan.out_dtype)) {
-    plan.input = self.to(plan.out_dtype);
   }
 
   // Arg ops: the reduced index must be torch's index. `logical_order`: the canonical order of

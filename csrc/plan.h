@@ -30,8 +30,8 @@ struct Plan {
 // Validates the call exactly as torch does (same exception types) and builds the plan. `dim`
 // empty or absent means every dim. `dtype` applies to sum, mean and prod. For argmax/argmin the
 // reduced dims keep their logical order, so that the reduced index is torch's index; with
-// `logical`, ops with a floating result keep it too (the CPU's canonical order for floating sums
-// and means), otherwise they are ordered by memory stride.
+// `logical`, ops with a floating result keep it too (the canonical order of floating sums, means
+// and products), otherwise they are ordered by memory stride.
 Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, OpKind kind,
                std::optional<at::ScalarType> dtype, bool logical = false);
 

@@ -22,6 +22,11 @@ ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES + [torch.bool]
 
 LAYOUTS = ["contiguous", "transposed", "permuted", "sliced", "expanded", "channels_last",
            "misaligned"]
+# LAYOUTS plus views whose elements share memory (as_strided windows), which only reads accept.
+ALL_LAYOUTS = LAYOUTS + ["overlapping"]
+
+# What torch_reduce accepts beyond ALL_DTYPES: float8 inputs of sum, mean, amax and amin.
+FP8_DTYPES = [torch.float8_e4m3fn, torch.float8_e5m2]
 
 
 def pytest_collection_modifyitems(config, items):
@@ -66,6 +71,8 @@ def cases(layout):
 
 def random_values(shape, dtype, device):
     """Fresh random values, never zeros: normal floats, small signed/unsigned ints, random bools."""
+    if dtype in FP8_DTYPES:
+        return torch.randn(shape, dtype=torch.float32, device=device).to(dtype)
     if dtype.is_floating_point:
         return torch.randn(shape, dtype=torch.float32, device=device).to(dtype)
     if dtype == torch.bool:
@@ -97,6 +104,14 @@ def make_input(shape, dtype, device, layout="contiguous"):
         if nd != 4:
             return random_values(shape, dtype, device).transpose(0, -1).contiguous().transpose(0, -1)
         return random_values(shape, dtype, device).contiguous(memory_format=torch.channels_last)
+    if layout == "overlapping":  # each dim's stride half the contiguous one: windows overlap
+        strides, step = [], 1
+        for size in reversed(shape):
+            strides.append(max(1, step // 2))
+            step *= max(size, 1)
+        strides.reverse()
+        n = 1 + sum((s - 1) * st for s, st in zip(shape, strides)) if all(shape) else 0
+        return random_values((n + 3,), dtype, device).as_strided(shape, strides, 3)
     if layout == "misaligned":  # data pointer one element past a 16-byte boundary
         n = 1
         for s in shape:

@@ -6,6 +6,7 @@ kernels and autograd formulas registered here make the ops work under torch.comp
 from __future__ import annotations
 
 import builtins
+import operator
 from collections.abc import Sequence
 
 import torch
@@ -49,12 +50,86 @@ _compiling = torch.compiler.is_compiling
  _K_XOR) = range(10)
 
 
-def _dim_list(dim: DimArg) -> list[int] | None:
+# ----------------------------------------------------------------------------------------------
+# Arguments, checked as torch's own bindings check them (the same exception types), for the calls
+# that the direct entry leaves to the torch.ops path. torch.ops' generic parser takes what
+# torch.ops.aten takes (True as a dim, a set of dims, keepdim=None); the wrappers take what
+# torch.sum and torch.amax take.
+
+_INT64 = (-2**63, 2**63 - 1)
+_NAMED = ("sum", "mean", "prod")  # torch's overloads with named dims: a str dim is a name there
+
+
+def _type_name(v) -> str:
+    t = type(v)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _index(op: str, v, pos: int | None) -> int:
+    """One dim, as torch parses an int: Python and NumPy integers and single-element integer
+    tensors, never bools. `pos`: its position in a sequence (1-based), None for a bare dim."""
+    if isinstance(v, (bool, float, complex, str)) or v is None:
+        raise TypeError(f"{op}(): argument 'dim' must be int or a sequence of ints, "
+                        f"not {_type_name(v)}")
+    if isinstance(v, torch.SymInt):
+        return v
+    try:
+        d = operator.index(v)
+    except TypeError:
+        raise TypeError(f"{op}(): argument 'dim' must be int or a sequence of ints, "
+                        f"not {_type_name(v)}") from None
+    if not _INT64[0] <= d <= _INT64[1]:
+        if pos is None:
+            raise ValueError("Overflow when unpacking long long")
+        raise TypeError(f"{op}(): argument 'dim' failed to unpack the object at pos {pos} with "
+                        "error \"Overflow when unpacking long long\"")
+    return d
+
+
+def _dim_list(op: str, dim) -> list[int] | None:
+    """dim for the int[1]? schemas: None, one dim, or a list or tuple of dims."""
     if dim is None:
         return None
-    if isinstance(dim, int):
-        return [dim]
-    return list(dim)
+    if isinstance(dim, str) or (isinstance(dim, (list, tuple)) and builtins.any(
+            isinstance(d, str) for d in dim)):
+        if op in _NAMED:
+            raise RuntimeError(f"treduce.{op}: named dims are not supported (got {dim!r}); "
+                               "pass dims as ints")
+        raise TypeError(f"{op}(): argument 'dim' must be int or a sequence of ints, not "
+                        f"{_type_name(dim)}")
+    if isinstance(dim, (list, tuple)):
+        return [_index(op, d, i + 1) for i, d in enumerate(dim)]
+    return [_index(op, dim, None)]
+
+
+def _dim_one(op: str, dim) -> int | None:
+    """dim for argmax and argmin: None or one int (a 0-d integer tensor too, not a bool)."""
+    if dim is None:
+        return None
+    if isinstance(dim, torch.Tensor) and (dim.dim() != 0 or dim.dtype == torch.bool):
+        raise TypeError(f"{op}(): argument 'dim' must be int, not Tensor")
+    if isinstance(dim, (list, tuple, set, range)):
+        raise TypeError(f"{op}(): argument 'dim' must be int, not {_type_name(dim)}")
+    return _index(op, dim, None)
+
+
+def _check_call(op: str, input, keepdim, dtype=None) -> None:
+    if not isinstance(input, torch.Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{_type_name(input)}")
+    if not isinstance(keepdim, bool):
+        raise TypeError(f"{op}(): argument 'keepdim' must be bool, not {_type_name(keepdim)}")
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        raise TypeError(f"{op}(): argument 'dtype' must be torch.dtype, not {_type_name(dtype)}")
+
+
+def _by_dims(op: str, overload, input, dim, keepdim, dtype=None):
+    """The torch.ops call of an op with int[1]? dims, after torch's argument checks."""
+    _check_call(op, input, keepdim, dtype)
+    dims = _dim_list(op, dim)
+    if dtype is None:
+        return overload(input, dims, keepdim)
+    return overload(input, dims, keepdim, dtype=dtype)
 
 
 def sum(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *,
@@ -75,9 +150,7 @@ def sum(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *,
         out = _call(_K_SUM, input, dim, keepdim, dtype)
         if out is not NotImplemented:
             return out
-    if dtype is None:
-        return _SUM(input, _dim_list(dim), keepdim)
-    return _SUM(input, _dim_list(dim), keepdim, dtype=dtype)
+    return _by_dims("sum", _SUM, input, dim, keepdim, dtype)
 
 
 def amax(input: torch.Tensor, dim: DimArg = (), keepdim: bool = False) -> torch.Tensor:
@@ -90,7 +163,8 @@ def amax(input: torch.Tensor, dim: DimArg = (), keepdim: bool = False) -> torch.
         out = _call(_K_AMAX, input, dim, keepdim, None)
         if out is not NotImplemented:
             return out
-    return _AMAX(input, _dim_list(dim) or [], keepdim)
+    _check_call("amax", input, keepdim)
+    return _AMAX(input, _dim_list("amax", dim) or [], keepdim)
 
 
 def mean(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *,
@@ -107,9 +181,7 @@ def mean(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *,
         out = _call(_K_MEAN, input, dim, keepdim, dtype)
         if out is not NotImplemented:
             return out
-    if dtype is None:
-        return _MEAN(input, _dim_list(dim), keepdim)
-    return _MEAN(input, _dim_list(dim), keepdim, dtype=dtype)
+    return _by_dims("mean", _MEAN, input, dim, keepdim, dtype)
 
 
 def prod(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *,
@@ -117,14 +189,15 @@ def prod(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *,
     """Product of ``input`` over ``dim`` (several dims at once allowed), as :func:`torch.prod`.
 
     Integer and bool inputs give int64 (with wrap-around). The product over an empty dim is 1.
+    Floating products never overflow or underflow part way: the result is inf (or 0) only if the
+    product itself is out of range, NaN if an element is NaN or the elements hold both 0 and inf,
+    with the same bits on CPU and CUDA (README, Semantics).
     """
     if not _compiling():
         out = _call(_K_PROD, input, dim, keepdim, dtype)
         if out is not NotImplemented:
             return out
-    if dtype is None:
-        return _PROD(input, _dim_list(dim), keepdim)
-    return _PROD(input, _dim_list(dim), keepdim, dtype=dtype)
+    return _by_dims("prod", _PROD, input, dim, keepdim, dtype)
 
 
 def amin(input: torch.Tensor, dim: DimArg = (), keepdim: bool = False) -> torch.Tensor:
@@ -136,7 +209,8 @@ def amin(input: torch.Tensor, dim: DimArg = (), keepdim: bool = False) -> torch.
         out = _call(_K_AMIN, input, dim, keepdim, None)
         if out is not NotImplemented:
             return out
-    return _AMIN(input, _dim_list(dim) or [], keepdim)
+    _check_call("amin", input, keepdim)
+    return _AMIN(input, _dim_list("amin", dim) or [], keepdim)
 
 
 def argmax(input: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> torch.Tensor:
@@ -147,7 +221,8 @@ def argmax(input: torch.Tensor, dim: int | None = None, keepdim: bool = False) -
         out = _call(_K_ARGMAX, input, dim, keepdim, None)
         if out is not NotImplemented:
             return out
-    return _ARGMAX(input, dim, keepdim)
+    _check_call("argmax", input, keepdim)
+    return _ARGMAX(input, _dim_one("argmax", dim), keepdim)
 
 
 def argmin(input: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> torch.Tensor:
@@ -157,7 +232,8 @@ def argmin(input: torch.Tensor, dim: int | None = None, keepdim: bool = False) -
         out = _call(_K_ARGMIN, input, dim, keepdim, None)
         if out is not NotImplemented:
             return out
-    return _ARGMIN(input, dim, keepdim)
+    _check_call("argmin", input, keepdim)
+    return _ARGMIN(input, _dim_one("argmin", dim), keepdim)
 
 
 def bitwise_and(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False) -> torch.Tensor:
@@ -167,7 +243,7 @@ def bitwise_and(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False) 
         out = _call(_K_AND, input, dim, keepdim, None)
         if out is not NotImplemented:
             return out
-    return _AND(input, _dim_list(dim), keepdim)
+    return _by_dims("bitwise_and", _AND, input, dim, keepdim)
 
 
 def bitwise_or(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False) -> torch.Tensor:
@@ -176,7 +252,7 @@ def bitwise_or(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False) -
         out = _call(_K_OR, input, dim, keepdim, None)
         if out is not NotImplemented:
             return out
-    return _OR(input, _dim_list(dim), keepdim)
+    return _by_dims("bitwise_or", _OR, input, dim, keepdim)
 
 
 def bitwise_xor(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False) -> torch.Tensor:
@@ -185,7 +261,7 @@ def bitwise_xor(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False) 
         out = _call(_K_XOR, input, dim, keepdim, None)
         if out is not NotImplemented:
             return out
-    return _XOR(input, _dim_list(dim), keepdim)
+    return _by_dims("bitwise_xor", _XOR, input, dim, keepdim)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -204,9 +280,9 @@ def _reduced_dims(x: torch.Tensor, dim: Sequence[int] | None) -> list[int]:
     ndim = x.dim()
     if not dim:
         return list(range(ndim))
+    wrapped = [_wrap_dim(d, ndim) for d in dim]  # every dim wrapped first, then the repeats
     seen: list[int] = []
-    for d in dim:
-        w = _wrap_dim(d, ndim)
+    for w in wrapped:
         if w in seen:
             raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
         seen.append(w)
@@ -277,15 +353,15 @@ def _check_nonempty(op: str, x: torch.Tensor, dim, dims: list[int]) -> None:
         raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() "
                            "== 0. Specify the reduction dim with the 'dim' argument.")
     for d in dims:
-        if x.shape[d] == 0:
+        if x.dim() > 0 and x.shape[d] == 0:
             raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
 
 
 def _fake(op: str, x, dim, keepdim, dtype=None):
     out_dtype = _result_dtype(op, x, dtype)
+    if op in ("amax", "amin", "argmax", "argmin"):  # before the repeats, as torch
+        _check_nonempty(op, x, dim, [_wrap_dim(d, x.dim()) for d in dim or ()])
     dims = _reduced_dims(x, dim)
-    if op in ("amax", "amin", "argmax", "argmin"):
-        _check_nonempty(op, x, dim, dims)
     return x.new_empty(_out_shape(x, dims, keepdim), dtype=out_dtype)
 
 

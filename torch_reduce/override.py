@@ -34,9 +34,13 @@ _KERNELS = {(name, dev): torch._C._dispatch_has_kernel_for_dispatch_key(f"treduc
             for name in _NAMES for dev, key in (("cpu", "CPU"), ("cuda", "CUDA"))}
 
 
+def _is_int(d) -> bool:
+    return isinstance(d, int) and not isinstance(d, bool)  # torch takes no bool as a dim
+
+
 def _is_dims(dim) -> bool:
-    return dim is None or isinstance(dim, int) or (
-        isinstance(dim, (tuple, list)) and all(isinstance(d, int) for d in dim))
+    return dim is None or _is_int(dim) or (
+        isinstance(dim, (tuple, list)) and all(_is_int(d) for d in dim))
 
 
 def _plan_call(name: str, args, kwargs):
@@ -58,9 +62,11 @@ def _plan_call(name: str, args, kwargs):
     if not _KERNELS.get((name, x.device.type), False) or not _is_dims(dim):
         return None
     if name in ("argmax", "argmin"):
-        if not (dim is None or isinstance(dim, int)) or x.dtype == torch.bool:
+        if not (dim is None or _is_int(dim)) or x.dtype == torch.bool:
             return None
         return lambda: getattr(ops, name)(x, dim, keepdim)
+    if name == "prod" and not ("dim" not in vals or _is_int(dim)):
+        return None  # torch.prod takes one int dim, or none at all (not None, not a list)
     if name in ("amax", "amin"):
         return lambda: getattr(ops, name)(x, () if dim is None else dim, keepdim)
     if dtype is not None and dtype not in _SUPPORTED:
