@@ -162,6 +162,65 @@ template <class Op>
 struct is_canonical<Op, std::void_t<decltype(Op::kCanonical)>>
     : std::bool_constant<Op::kCanonical> {};
 
+// Floating products (float32, float64 and narrower results), in the canonical order of the sums
+// (leaves of kCanonLeaf in order, the perfect tree over leaves), so that CPU and CUDA give the
+// same bits, with a separate exponent so that nothing overflows or underflows before the end.
+// The accumulator is m * 2^e, m a double; where the product is 0, inf or NaN, m is that and e
+// is ignored. The rule: NaN if an element is NaN or the elements hold both a zero and an
+// infinity; else +-0 if one is zero; else +-inf if one is infinite; else the product of the
+// finite values, +-inf only if it overflows T and +-0 only if it underflows T (torch's float32
+// products overflow as soon as a partial product does: [1e30, 1e30, 1e-30] is inf there, 1e30
+// here). The sign is the product of the signs. Each multiplication rounds m to 53 bits, so a
+// product of K values is within about K * 2^-53 of the exact one before the final rounding.
+//
+// m is scaled back (frexp, exact) only when it leaves [2^-kProdRange, 2^kProdRange]: one factor
+// of at most 2^128 or at least 2^-149 (a float) cannot then take it out of double's normal
+// range, so every multiplication rounds as it would unscaled, and the bits do not depend on
+// where the scaling happened.
+struct ScaledProd {
+  double m;
+  int64_t e;
+};
+
+template <class T>
+struct CanonProdOp {
+  using acc_t = ScaledProd;
+  using value_t = T;  // float for float32 and narrower inputs (exact), double for float64
+  static constexpr bool kNeedsIndex = false;
+  static constexpr bool kCanonical = true;
+  static constexpr double kProdRange = 0x1p600;  // |m| in [1 / kProdRange, kProdRange]
+  // m * 2^e with |m| in [0.5, 1), exactly; frexp leaves 0, inf and NaN as they are.
+  TR_HD static acc_t normal(double m, int64_t e) {
+    int k = 0;
+    const double f = frexp(m, &k);
+    return {f, e + k};
+  }
+  TR_HD static acc_t identity() { return {0.5, 1}; }
+  TR_HD static acc_t reduce(acc_t acc, T v) {
+    if constexpr (sizeof(T) <= 4) {
+      const double m = acc.m * static_cast<double>(v);
+      const double a = m < 0 ? -m : m;
+      if (a > kProdRange || a < 1 / kProdRange) return normal(m, acc.e);  // 0 and inf too
+      return {m, acc.e};
+    } else {
+      return combine(acc, normal(v, 0));  // a double's own exponent is split off first
+    }
+  }
+  TR_HD static acc_t combine(acc_t a, acc_t b) {
+    const acc_t x = normal(a.m, a.e), y = normal(b.m, b.e);
+    return normal(x.m * y.m, x.e + y.e);
+  }
+  TR_HD static T finalize(acc_t a, int64_t = 0, int64_t = 0) {
+    a = normal(a.m, a.e);
+    if (!(a.m - a.m == 0.0) || a.m == 0.0) return static_cast<T>(a.m);  // 0, inf, NaN
+    // Past +-4096 the result is 0 or inf for every T; ldexp rounds once (into double's
+    // subnormals if it must), and the cast to float rounds a value that double holds exactly.
+    const int64_t e = a.e < -4096 ? -4096 : a.e > 4096 ? 4096 : a.e;
+    return static_cast<T>(ldexp(a.m, static_cast<int>(e)));
+  }
+};
+
+// Integer products (int64 with wrap-around: exact, so any order gives the same bits).
 template <class T>
 struct ProdOp {
   using acc_t = T;

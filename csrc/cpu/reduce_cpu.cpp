@@ -1,14 +1,15 @@
 // CPU backend: the same plan and op functors as CUDA, multithreaded with at::parallel_for.
 //
-// Each output's K elements, in logical order for floating sums and means, are cut into leaves of
-// kLeaf = 64 elements at fixed positions; leaves are merged by the perfect binary tree over leaf
-// index (a binary-counter cascade inside chunks of kChunk elements, then a pairwise tree over the
-// chunks, which is the same tree). Floating sums and means fold each leaf in order (in double,
-// WideSumOp; float64 in compensated pairs, CompSumOp): the canonical order of
-// docs/numerics-design.md, whose bits depend only on the values in logical order and K, never
-// on the thread count or the layout. The other ops (exact ones, and prod) fold a leaf with eight
-// interleaved accumulators, which vectorises; max/min of float32/float64 do it with SSE2 lanes
-// (the compiler leaves their NaN-aware select scalar: 25x slower than torch.amax before).
+// Each output's K elements, in logical order for floating sums, means and products, are cut into
+// leaves of kLeaf = 64 elements at fixed positions; leaves are merged by the perfect binary tree
+// over leaf index (a binary-counter cascade inside chunks of kChunk elements, then a pairwise
+// tree over the chunks, which is the same tree). Floating sums and means fold each leaf in order
+// (in double, WideSumOp; float64 in compensated pairs, CompSumOp), and floating products too
+// (CanonProdOp): the canonical order of docs/numerics-design.md, whose bits depend only on the
+// values in logical order and K, never on the thread count or the layout. The other ops (exact
+// in any order) fold a leaf with eight interleaved accumulators, which vectorises; max/min of
+// float32/float64 do it with SSE2 lanes (the compiler leaves their NaN-aware select scalar: 25x
+// slower than torch.amax before).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
@@ -445,9 +446,9 @@ void same_dtype(const Plan& plan, at::Tensor& out) {
   });
 }
 
-// sum, mean, prod: the (input, output) pairs of dispatch.h. Floating results use FloatOp (for sum
-// and mean the canonical order), integer results IntOp over int64 (a mean never has
-// an integer result: the plan raises first).
+// sum, mean, prod: the (input, output) pairs of dispatch.h. Floating results use FloatOp (the
+// canonical order), integer results IntOp over int64 (a mean never has an integer result: the
+// plan raises first).
 template <template <class> class FloatOp, template <class> class IntOp>
 void with_dtype(const Plan& plan, at::Tensor& out) {
   visit_sum_pair<true>(plan.input.scalar_type(), plan.out_dtype, [&](auto ti, auto to) {
@@ -480,7 +481,7 @@ void cpu_launch(const Plan& plan, at::Tensor& out) {
   switch (plan.kind) {
     case OpKind::kSum: return with_dtype<CanonSumOp, SumOp>(plan, out);
     case OpKind::kMean: return with_dtype<CanonMeanOp, SumOp>(plan, out);
-    case OpKind::kProd: return with_dtype<ProdOp, ProdOp>(plan, out);
+    case OpKind::kProd: return with_dtype<CanonProdOp, ProdOp>(plan, out);
     case OpKind::kAmax: return same_dtype<MaxOp, true>(plan, out);
     case OpKind::kAmin: return same_dtype<MinOp, true>(plan, out);
     case OpKind::kArgmax: return index_of<ArgMaxOp>(plan, out);
@@ -494,10 +495,11 @@ void cpu_launch(const Plan& plan, at::Tensor& out) {
 }  // namespace
 
 TORCH_LIBRARY_IMPL(treduce, CPU, m) {
-  // Floating sums and means reduce in logical order (the canonical order), whatever the layout.
+  // Floating sums, means and products reduce in logical order (the canonical order), whatever
+  // the layout.
   m.impl("sum", &entry_dtype<OpKind::kSum, &cpu_launch, /*kLogical=*/true>);
   m.impl("mean", &entry_dtype<OpKind::kMean, &cpu_launch, /*kLogical=*/true>);
-  m.impl("prod", &entry_dtype<OpKind::kProd, &cpu_launch>);
+  m.impl("prod", &entry_dtype<OpKind::kProd, &cpu_launch, /*kLogical=*/true>);
   m.impl("amax", &entry_dims<OpKind::kAmax, &cpu_launch>);
   m.impl("amin", &entry_dims<OpKind::kAmin, &cpu_launch>);
   m.impl("argmax", &entry_arg<OpKind::kArgmax, &cpu_launch>);

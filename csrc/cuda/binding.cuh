@@ -36,7 +36,10 @@ struct SplitScratch {
   acc_t* partials = nullptr;
   unsigned* counters = nullptr;
   SplitScratch(const Plan& plan, int64_t slots, int64_t tiles, cudaStream_t stream) {
-    TORCH_INTERNAL_ASSERT(tiles <= kCounterCapacity, "treduce: too many split tiles");
+    // The planners split only tiles they can count (plan_launch, plan_canon): this holds on
+    // every GPU, whatever its SM count.
+    TORCH_CHECK(tiles <= kCounterCapacity, "treduce: ", tiles, " split tiles planned, more than "
+                "the ", kCounterCapacity, " counters a launch can have");
     if (slots == 0) return;
     buffer = at::empty({slots * static_cast<int64_t>(sizeof(acc_t))},
                        plan.input.options().dtype(at::kByte));

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "binding.cuh"
 
@@ -18,24 +19,52 @@ namespace treduce {
 // A split reduction's blocks count their arrivals in a counter that the last block resets, so a
 // counter is zero before and after every kernel. One pool per (device, stream) serves every
 // launch on that stream, which runs them one after another. A launch recorded in a CUDA graph
-// uses a pool of its own capture (zeroed by a memset recorded at the pool's creation, once per
-// graph): replays then never share counters with eager launches. Pools are never freed, since
-// a graph may still refer to one; each is kCounterCapacity * 4 bytes.
+// uses a pool of its own capture, zeroed by a memset recorded in that capture (once per graph,
+// at the pool's first use): replays then never share counters with eager launches. Pools are
+// never freed, since a graph may still refer to one; each is kCounterCapacity * 4 bytes.
+//
+// A capture's pool comes from spares allocated outside any capture (kSpareBatch at a time, on
+// an eager call that finds fewer than kSpareLow), so that it does not pin a segment of the
+// graph's private memory pool after the graph is freed: each captured graph with a split launch
+// keeps 16 KiB for the process's life, nothing more. A capture that finds no spare (no eager
+// split launch on that device before it) allocates its pool inside the capture instead.
+namespace {
+constexpr int64_t kSpareBatch = 16;  // pools per spare allocation (256 KiB)
+constexpr size_t kSpareLow = 4;      // refill below this many spares
+}  // namespace
+
 unsigned* counter_pool(const at::Tensor& like, cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   unsigned long long capture_id = 0;
   C10_CUDA_CHECK(cudaStreamGetCaptureInfo(stream, &status, &capture_id));
-  if (status != cudaStreamCaptureStatusActive) capture_id = 0;
+  const bool capturing = status == cudaStreamCaptureStatusActive;
+  if (!capturing) capture_id = 0;
   using Key = std::tuple<int, cudaStream_t, unsigned long long>;
   static std::mutex mutex;
-  static std::map<Key, at::Tensor>* pools = new std::map<Key, at::Tensor>();  // never destroyed
-  const Key key{like.get_device(), stream, capture_id};
+  static auto* pools = new std::map<Key, at::Tensor>();  // never destroyed
+  static auto* spares = new std::map<int, std::vector<at::Tensor>>();
+  const int device = like.get_device();
+  const auto options = like.options().dtype(at::kInt);
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = pools->find(key);
+  std::vector<at::Tensor>& spare = (*spares)[device];
+  auto it = pools->find(Key{device, stream, capture_id});
   if (it == pools->end()) {
-    // at::zeros runs on the current stream (`stream`), so the zeroing precedes every use.
-    at::Tensor pool = at::zeros({kCounterCapacity}, like.options().dtype(at::kInt));
-    it = pools->emplace(key, std::move(pool)).first;
+    at::Tensor pool;
+    if (capturing && !spare.empty()) {
+      pool = std::move(spare.back());
+      spare.pop_back();
+      C10_CUDA_CHECK(cudaMemsetAsync(pool.data_ptr(), 0, kCounterCapacity * sizeof(unsigned),
+                                     stream));
+    } else {
+      // at::zeros runs on the current stream (`stream`), so the zeroing precedes every use.
+      pool = at::zeros({kCounterCapacity}, options);
+    }
+    it = pools->emplace(Key{device, stream, capture_id}, std::move(pool)).first;
+  }
+  if (!capturing && spare.size() < kSpareLow) {
+    const at::Tensor batch = at::empty({kSpareBatch * kCounterCapacity}, options);
+    for (int64_t i = 0; i < kSpareBatch; ++i)
+      spare.push_back(batch.narrow(0, i * kCounterCapacity, kCounterCapacity));
   }
   return reinterpret_cast<unsigned*>(it->second.data_ptr());
 }
@@ -127,13 +156,13 @@ void cuda_launch(const Plan& plan, at::Tensor& out) {
 
 // A device guard for the input's device around everything (plan, allocation, counters, launch),
 // then the shared entry for each schema form of plan.h.
-// Floating sums and means keep the reduced dims in logical order: the canonical order (canon.cuh).
+// Floating sums, means and products keep the reduced dims in logical order: the canonical order
+// (canon.cuh).
 template <OpKind K>
 at::Tensor with_dtype(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                       std::optional<at::ScalarType> dtype) {
   const c10::cuda::OptionalCUDAGuard guard(self.device());
-  constexpr bool kLogical = K == OpKind::kSum || K == OpKind::kMean;
-  return entry_dtype<K, &cuda_launch, kLogical>(self, dim, keepdim, dtype);
+  return entry_dtype<K, &cuda_launch, /*kLogical=*/true>(self, dim, keepdim, dtype);
 }
 template <OpKind K>
 at::Tensor with_dims(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {

@@ -67,9 +67,11 @@ inline Geometry launch_geometry(const Geometry& plan_geom, int64_t elem_size) {
   return g;
 }
 
-inline int next_pow2(int64_t v) {
-  int p = 1;
-  while (p < v && p < (1 << 30)) p <<= 1;
+// The least power of two >= v (1 for v <= 1), exact for every v up to 2^62; the callers clamp
+// it to their own range before narrowing it.
+inline int64_t next_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p < v && p < (int64_t(1) << 62)) p <<= 1;
   return p;
 }
 
@@ -359,7 +361,7 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
     ColsConfig& c = lc.cols;
     const int V = lc.vec_cols ? cols_vec<Op, in_t>() : 1;
     c.inner = g.kept.sizes[g.kept.ndim - 1];
-    c.col_lanes = std::min(kColsX, next_pow2(ceil_div(c.inner, V)));
+    c.col_lanes = static_cast<int>(std::min<int64_t>(kColsX, next_pow2(ceil_div(c.inner, V))));
     const int64_t tile_cols = int64_t(c.col_lanes) * V;
     const int64_t rows_per_step = int64_t(kColsY) * (kColsX / c.col_lanes);
     c.col_tiles = ceil_div(c.inner, tile_cols);
@@ -368,7 +370,7 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
     const int unroll = lc.vec_cols ? cols_unroll<Op, in_t, cols_vec<Op, in_t>()>()
                                    : cols_unroll<Op, in_t, 1>();
     const int64_t batch = rows_per_step * unroll;
-    splits = choose_splits(tiles, K, batch * 2, target);
+    splits = tiles <= kCounterCapacity ? choose_splits(tiles, K, batch * 2, target) : 1;
     // Splits of whole batches: a remainder is read one load at a time, each load a full memory
     // latency ((4096, 4096) bf16 amax: 171 rows per split, 43 of them single, 28.9 µs; NOTES
     // step 45). The last split takes what is left. K > 0 here (run_reduce fills empty
@@ -382,11 +384,14 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
     RowsConfig& r = lc.rows;
     const int V = lc.strategy == Strategy::kRows ? vec_width<in_t>() : 1;
     const int64_t units = ceil_div(K, V);  // loads per row
-    r.group = std::min(kRowsBlock, next_pow2(ceil_div(units, kUnroll)));
+    r.group = static_cast<int>(std::min<int64_t>(kRowsBlock, next_pow2(ceil_div(units, kUnroll))));
     r.tiles = tiles = ceil_div(M, kRowsBlock / r.group);
     // A split keeps each thread at least one batch of kUnroll loads: small inputs then spread
-    // over more blocks, and each thread waits for memory once (latency-bound sizes).
-    r.splits = splits = choose_splits(tiles, units, int64_t(r.group) * kUnroll, target);
+    // over more blocks, and each thread waits for memory once (latency-bound sizes). Split
+    // tiles need a counter each: more tiles than counters run unsplit.
+    r.splits = splits = tiles <= kCounterCapacity
+                            ? choose_splits(tiles, units, int64_t(r.group) * kUnroll, target)
+                            : 1;
     r.per_split = ceil_div(units, splits);
     r.step = step_digits(r.vred.ndim > 1 ? r.vred : g.red, r.group);
     lc.block = dim3(kRowsBlock);
@@ -835,10 +840,12 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
           : ov.per > 0                         ? ov.per
           : M * c.leaves >= 2 * wave_threads   ? 2
                                                : 1;
-  const int x_leaves =
-      kCanonThreads / next_pow2(std::min<int64_t>(kCanonThreads, ceil_div(c.leaves, c.per)));
+  const int x_leaves = static_cast<int>(
+      kCanonThreads / next_pow2(std::min<int64_t>(kCanonThreads, ceil_div(c.leaves, c.per))));
   const int x_columns =
-      columns ? std::min(32, next_pow2(ceil_div(g.kept.sizes[g.kept.ndim - 1], lc.vec))) : 1;
+      columns ? static_cast<int>(std::min<int64_t>(
+                    32, next_pow2(ceil_div(g.kept.sizes[g.kept.ndim - 1], lc.vec))))
+              : 1;
   c.step = inner_stride == 1 || inner_stride == 2 || (lc.vec > 1 && inner_stride == lc.vec)
                ? static_cast<int>(inner_stride)
                : 0;
@@ -924,8 +931,12 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     rps = std::min(rps, kMaxRounds);
     c.splits = static_cast<int>(std::min<int64_t>(ceil_div(c.rounds, rps), INT32_MAX));
     c.rounds_per_split = rps;
-    lc.ok = c.splits == 1 || countable;
-    c.merge_per_thread = next_pow2(ceil_div(c.splits, c.Y));
+    // Refused (lc.ok): split tiles without a counter each, or a merge of more than 2^30 nodes
+    // per thread. Both need over 2^46 elements read (more than 2^20 rounds per output and
+    // over 4096 tiles), which only an expanded view can describe.
+    const int64_t merge = next_pow2(ceil_div(c.splits, c.Y));
+    lc.ok = (c.splits == 1 || countable) && merge <= (int64_t(1) << 30);
+    c.merge_per_thread = static_cast<int>(std::min<int64_t>(merge, int64_t(1) << 30));
     blocks = std::min<int64_t>(blocks, c.splits);
     // Columns: the fewest blocks that keep the busiest block's splits (the tile's blocks take
     // them in turn). Narrow columns (1048576, 32) as 2 x 198 blocks of 1-2 splits took 51.9 µs,
