@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, run the whole test suite, the demo and (BENCH=1) the
-# accuracy table (bench/accuracy.py) and the bench.
+# accuracy table (bench/accuracy.py) and the bench; SOAK=1 the fuzz tests' soak profile (20,000
+# examples per op and device, SOAK_WORKERS pytest-xdist workers), SANITIZE=1 the kernel coverage
+# list and compute-sanitizer's four tools (scripts/sanitize.sh).
 # Logs and results go to $OUT; a short summary is printed last.
 #   PYTEST_ARGS="-k cuda"  BENCH=1  BENCH_ARGS="--quick"  bash scripts/h200.sh
+#   TESTS=0 DEMO=0 SOAK=1 SANITIZE=1 bash scripts/h200.sh
 # PREBUILT=1 uses the extension built on the development machine (carried with the tree:
 # torch_reduce/_C.abi3.so and torch_reduce/_build_info.py; the same torch 2.11.0+cu130, and the
 # stable ABI makes it load in that machine's Python) instead of building again (~100 s); only
@@ -33,6 +36,17 @@ if [ "${TESTS:-1}" = 1 ]; then
   python3 -m pytest -q -rs -p no:cacheprovider tests ${PYTEST_ARGS:-} > "$OUT/pytest.log" 2>&1
   grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -30
   tail -3 "$OUT/pytest.log"
+fi
+if [ "${SOAK:-0}" = 1 ]; then
+  rm -f "$OUT/fuzz_counts.txt"
+  TREDUCE_FUZZ=soak TREDUCE_FUZZ_LOG="$OUT/fuzz_counts.txt" python3 -m pytest -q -p no:cacheprovider \
+    -n "${SOAK_WORKERS:-10}" tests/test_fuzz.py ${SOAK_ARGS:-} > "$OUT/soak.log" 2>&1
+  grep -E "^(FAILED|ERROR)" "$OUT/soak.log" | head -20
+  tail -2 "$OUT/soak.log"; sort "$OUT/fuzz_counts.txt" 2>/dev/null
+fi
+if [ "${SANITIZE:-0}" = 1 ]; then
+  python3 scripts/sanitize_cover.py --kernels > "$OUT/kernels.log" 2>&1; tail -12 "$OUT/kernels.log"
+  OUT="$OUT" bash scripts/sanitize.sh
 fi
 if [ "${DEMO:-1}" = 1 ]; then
   python3 examples/demo.py > "$OUT/demo.log" 2>&1; tail -12 "$OUT/demo.log"

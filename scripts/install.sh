@@ -2,7 +2,8 @@
 # Installs everything torch-reduce needs and builds it in place (editable install).
 # Shared by scripts/demo.sh, scripts/test.sh and CI. Safe to run again: it skips what is there.
 #
-#   torch==2.11.0 from the package index (the CUDA 13.0 build), numpy, ninja, pytest, setuptools;
+#   torch==2.11.0 from the package index (the CUDA 13.0 build), numpy, ninja, pytest, hypothesis,
+#   setuptools;
 #   g++ and Python's headers from Debian when they are missing (as root);
 #   the CUDA backend is built too when nvcc is found (CUDA_HOME, /usr/local/cuda or PATH).
 #
@@ -35,7 +36,7 @@ fi
 "$PY" -c 'import sysconfig,os,sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
   || apt_install python3-dev
 
-"$PY" -m pip install -q --disable-pip-version-check "torch==2.11.0" numpy ninja pytest "setuptools>=64" wheel >&2
+"$PY" -m pip install -q --disable-pip-version-check "torch==2.11.0" numpy ninja pytest hypothesis "setuptools>=64" wheel >&2
 
 if [ -z "${CUDA_HOME:-}" ] && ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
   export CUDA_HOME=/usr/local/cuda

@@ -1,0 +1,92 @@
+"""Property-based differential tests (hypothesis): every op against torch on drawn inputs.
+
+Each example draws a shape of 0-6 dims (sizes 0, 1, odd, powers of two), a layout (contiguous,
+permuted, step slices, expanded, channels_last, a storage offset, overlapping as_strided windows,
+or a mix), values (normal, ties, or NaN/inf/+-0 and the full integer range), dims (None, [], one,
+several; negative, repeated and out-of-range ones included), keepdim and, for sum, mean and prod,
+a dtype= of every supported dtype. The result must have torch's dtype, shape and value, or raise
+the exception type that torch raises (fuzz_cases.expected). On CUDA the same draw also runs on
+the CPU backend, and the two must give the same bits.
+
+Profiles: TREDUCE_FUZZ=ci (default, a bounded run) or TREDUCE_FUZZ=soak (20,000 examples per op
+and device); TREDUCE_FUZZ_EXAMPLES sets the count. A failure prints the draw and a blob to replay
+it (@reproduce_failure).
+"""
+import collections
+import os
+
+import pytest
+import torch
+from hypothesis import given
+
+import torch_reduce
+from conftest import HAS_CUDA
+from fuzz_cases import (FUZZ_SETTINGS, OPS, Call, calls, check_against_torch, check_same_bits,
+                        expected, same_layout)
+
+
+EXAMPLES_RUN = collections.Counter()  # (test, op) -> examples run
+
+
+def report(name: str, op: str) -> None:
+    """Prints the count of examples run (and appends it to $TREDUCE_FUZZ_LOG, when set)."""
+    line = f"fuzz {name} op={op} examples={EXAMPLES_RUN[name, op]}"
+    print(line)
+    if os.environ.get("TREDUCE_FUZZ_LOG"):
+        with open(os.environ["TREDUCE_FUZZ_LOG"], "a") as f:
+            f.write(line + "\n")
+
+
+def run(call: Call, x: torch.Tensor):
+    fn = getattr(torch_reduce, call.op)
+    if call.op in ("sum", "mean", "prod"):
+        return fn(x, call.dim, call.keepdim, dtype=call.dtype)
+    return fn(x, call.dim, call.keepdim)
+
+
+def check(call: Call):
+    """Ours against torch for one call: (torch's exception type, None) when both raise it,
+    else (None, our result)."""
+    err, theirs, exact, absref = expected(call)
+    if err is not None:
+        with pytest.raises(err):
+            run(call, call.x)
+        return err, None
+    ours = run(call, call.x)
+    check_against_torch(call, ours, theirs, exact, absref)
+    return None, ours
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_fuzz_cpu(op):
+    @FUZZ_SETTINGS
+    @given(calls(op))
+    def prop(call):
+        EXAMPLES_RUN["cpu", op] += 1
+        check(call)
+
+    prop()
+    report("cpu", op)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("op", OPS)
+def test_fuzz_cuda_against_torch_and_cpu(op):
+    """CUDA against torch (on CUDA), and against the CPU backend bit for bit."""
+    assert HAS_CUDA
+
+    @FUZZ_SETTINGS
+    @given(calls(op))
+    def prop(call):
+        EXAMPLES_RUN["cuda", op] += 1
+        gpu = Call(call.op, same_layout(call.x, "cuda"), call.dim, call.keepdim, call.dtype,
+                   call.note)
+        err, on_gpu = check(gpu)  # against torch on CUDA (test_fuzz_cpu: the CPU against torch)
+        if err is not None:  # torch raised, and so did ours on CUDA: the CPU backend must too
+            with pytest.raises(err):
+                run(call, call.x)
+            return
+        check_same_bits(call, run(call, call.x), on_gpu)
+
+    prop()
+    report("cuda", op)
