@@ -112,8 +112,10 @@ def _steps(draw, shape):
     """Steps of 1-3 per dim, the base they slice at most 8x the view's elements (steps of 3 in
     six dims would make a base 729x the view, gigabytes for the larger draws)."""
     steps = [draw(st.integers(1, 3)) for _ in shape]
-    while _numel([max(s, 1) * t for s, t in zip(shape, steps)]) > 8 * max(_numel(shape), 1024):
-        steps[max(range(len(steps)), key=lambda k: steps[k])] = 1
+    view = _numel([max(s, 1) for s in shape])
+    while max(steps, default=1) > 1 and \
+            _numel([max(s, 1) * t for s, t in zip(shape, steps)]) > 8 * max(view, 1024):
+        steps[steps.index(max(steps))] = 1
     return steps
 
 
