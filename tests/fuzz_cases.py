@@ -17,7 +17,7 @@ import torch
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from conftest import ALL_DTYPES, FP8_DTYPES
+from conftest import ALL_DTYPES, FP8_DTYPES, OUT_RTOL
 
 OPS = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "bitwise_and", "bitwise_or",
        "bitwise_xor"]
@@ -336,10 +336,6 @@ def expected(call: Call):
 
 # ----------------------------------------------------------------------------------------------
 # Comparisons
-
-OUT_RTOL = {torch.float32: 2e-7, torch.float64: 1e-15, torch.float16: 1e-3,
-            torch.bfloat16: 8e-3}
-
 
 def check_against_torch(call: Call, ours: torch.Tensor, theirs, exact, absref) -> None:
     msg = repr(call)
