@@ -2,7 +2,8 @@
 # One call on the GPU machine: build, run the whole test suite, the demo and (BENCH=1) the
 # accuracy table (bench/accuracy.py) and the bench; SOAK=1 the fuzz tests' soak profile (20,000
 # examples per op and device, SOAK_WORKERS pytest-xdist workers), SANITIZE=1 the kernel coverage
-# list and compute-sanitizer's four tools (scripts/sanitize.sh).
+# list and compute-sanitizer's four tools (scripts/sanitize.sh), EXACT=1 the exact-sum prototype
+# (bench/exact/proto.py: bits against the host's exact sum, speed against plain and canonical).
 # Logs and results go to $OUT; a short summary is printed last.
 #   PYTEST_ARGS="-k cuda"  BENCH=1  BENCH_ARGS="--quick"  bash scripts/h200.sh
 #   TESTS=0 DEMO=0 SOAK=1 SANITIZE=1 bash scripts/h200.sh
@@ -47,6 +48,10 @@ fi
 if [ "${SANITIZE:-0}" = 1 ]; then
   python3 scripts/sanitize_cover.py --kernels > "$OUT/kernels.log" 2>&1; tail -12 "$OUT/kernels.log"
   OUT="$OUT" bash scripts/sanitize.sh
+fi
+if [ "${EXACT:-0}" = 1 ]; then
+  python3 bench/exact/proto.py --out "$OUT/exact" ${EXACT_ARGS:-} > "$OUT/exact.log" 2>&1
+  grep -E "MISMATCH|Error|error" "$OUT/exact.log" | head -20; tail -32 "$OUT/exact.log"
 fi
 if [ "${DEMO:-1}" = 1 ]; then
   python3 examples/demo.py > "$OUT/demo.log" 2>&1; tail -12 "$OUT/demo.log"
