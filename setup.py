@@ -63,13 +63,16 @@ if not only_fast:
     )
 
 class BuildExt(BuildExtension.with_options(use_ninja=True)):
-    """Each extension in a build folder of its own. ninja keeps one dependency log per folder and
-    drops the entries of outputs that the current manifest does not name, so with _C and _fast
-    in one folder every build recompiled all of _C."""
+    """Each extension in a build folder of its own, under build/ in the project. ninja keeps one
+    dependency log per folder and drops the entries of outputs that the current manifest does not
+    name, so with _C and _fast in one folder every build recompiled all of _C. And the folder is
+    the same for every build: an editable install (pip install -e) otherwise compiles in a fresh
+    temporary folder each time, so rerunning the set-up recompiled everything (7 to 18 minutes on
+    2 cores) where ninja now finds nothing to do."""
 
     def build_extension(self, ext):
         base = self.build_temp
-        self.build_temp = os.path.join(base, ext.name.rsplit(".", 1)[-1])
+        self.build_temp = str(ROOT / "build" / "ninja" / ext.name.rsplit(".", 1)[-1])
         try:
             super().build_extension(ext)
         finally:
