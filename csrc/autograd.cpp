@@ -1,10 +1,10 @@
-// autograd.cpp: the Autograd kernels of sum, mean, amax and amin, in C++.
+// autograd.cpp: the Autograd kernels of sum, mean, prod, amax and amin, in C++.
 //
 // A C++ torch::autograd::Function per op, registered at the Autograd key for every device: the
 // forward calls the op below autograd, the backward is plain ATen ops (so it is traceable by
 // torch.compile, works with symbolic sizes, and is differentiable again). Python-registered
 // autograd (torch.library.register_autograd) cost ~5 µs of host time per call; this path costs
-// a fraction of that. prod keeps its Python formula (torch_reduce/ops.py).
+// a fraction of that, and C++ programs (LibTorch) get the same gradients.
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/WrapDimUtils.h>
@@ -14,27 +14,17 @@
 #include <algorithm>
 #include <vector>
 
+#include "plan.h"
+
 namespace treduce {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The reduced dims, wrapped and ascending (every dim when `dim` is absent or empty); the op's own
-// kernel has already checked them.
+// The reduced dims, wrapped and ascending (plan.h; the op's own kernel has already checked them).
 std::vector<int64_t> reduced_dims(const at::Tensor& x, at::OptionalIntArrayRef dim) {
-  const int64_t ndim = x.dim();
-  std::vector<int64_t> dims;
-  if (!dim.has_value() || dim->empty()) {
-    for (int64_t d = 0; d < ndim; ++d) dims.push_back(d);
-    return dims;
-  }
-  for (int64_t d : *dim) {
-    const int64_t w = at::maybe_wrap_dim(d, ndim);  // a 0-d tensor accepts 0 and -1
-    if (w < ndim) dims.push_back(w);
-  }
-  std::sort(dims.begin(), dims.end());
-  return dims;
+  return reduced_dim_list(x.dim(), dim);
 }
 
 // A reduced result, or its gradient, with the reduced dims back as size 1 (for broadcasting).
@@ -141,6 +131,74 @@ struct Extreme : public torch::autograd::Function<Extreme<kMax>> {
   }
 };
 
+using ProdSig = SumSig;
+
+const c10::TypedOperatorHandle<ProdSig>& prod_op() {
+  static const auto op =
+      c10::Dispatcher::singleton().findSchemaOrThrow("treduce::prod", "").typed<ProdSig>();
+  return op;
+}
+
+// prod: d prod / d x_i is the product of all the other elements, from exclusive products taken
+// from both ends (cumprod), so that zeros, one or several, need no division, as in torch.
+struct Prod : public torch::autograd::Function<Prod> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self,
+                            at::OptionalIntArrayRef dim, bool keepdim,
+                            std::optional<at::ScalarType> dtype) {
+    at::Tensor out;
+    {
+      at::AutoDispatchBelowADInplaceOrView below;
+      out = prod_op().call(self, dim, keepdim, dtype);
+    }
+    ctx->saved_data["dims"] = reduced_dims(self, dim);
+    ctx->save_for_backward({self});
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const std::vector<int64_t> dims = saved_dims(ctx);
+    const at::Tensor x = ctx->get_saved_variables()[0];
+    const at::Tensor& grad = grads[0];
+    const variable_list none = {at::Tensor(), at::Tensor(), at::Tensor()};
+    auto result = [&](at::Tensor g) {
+      variable_list r = {std::move(g)};
+      r.insert(r.end(), none.begin(), none.end());
+      return r;
+    };
+    if (dims.empty()) return result(grad.to(x.scalar_type()));
+    // (kept dims..., reduced dims...) with the reduced ones flattened into the last dim
+    std::vector<int64_t> perm;
+    for (int64_t d = 0; d < x.dim(); ++d)
+      if (!std::binary_search(dims.begin(), dims.end(), d)) perm.push_back(d);
+    const size_t n_keep = perm.size();
+    perm.insert(perm.end(), dims.begin(), dims.end());
+    const at::Tensor xp = x.permute(perm);
+    std::vector<c10::SymInt> shape(xp.sym_sizes().begin(), xp.sym_sizes().begin() + n_keep);
+    shape.emplace_back(-1);
+    const at::Tensor flat = xp.reshape_symint(shape).to(grad.scalar_type());
+    const c10::SymInt n = flat.sym_size(-1);
+    if (n == 0) return result(at::zeros_like(x));
+    const at::Tensor ones = at::ones_like(flat.narrow_symint(-1, 0, 1));
+    const at::Tensor left = at::cat({ones, flat.narrow_symint(-1, 0, n - 1)}, -1).cumprod(-1);
+    const at::Tensor right =
+        at::cat({ones, flat.flip(-1).narrow_symint(-1, 0, n - 1)}, -1).cumprod(-1).flip(-1);
+    shape.back() = 1;
+    const at::Tensor g = grad.reshape_symint(shape) * (left * right);
+    std::vector<int64_t> inv(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = static_cast<int64_t>(i);
+    return result(g.reshape_symint(xp.sym_sizes()).permute(inv).to(x.scalar_type()));
+  }
+};
+
+at::Tensor prod_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                         std::optional<at::ScalarType> dtype) {
+  if (!needs_graph(self)) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    return prod_op().call(self, dim, keepdim, dtype);
+  }
+  return Prod::apply(self, dim, keepdim, dtype);
+}
+
 template <bool kMean>
 at::Tensor sum_like_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                              std::optional<at::ScalarType> dtype) {
@@ -165,6 +223,7 @@ at::Tensor extreme_autograd(const at::Tensor& self, at::IntArrayRef dim, bool ke
 TORCH_LIBRARY_IMPL(treduce, Autograd, m) {
   m.impl("sum", &sum_like_autograd<false>);
   m.impl("mean", &sum_like_autograd<true>);
+  m.impl("prod", &prod_autograd);
   m.impl("amax", &extreme_autograd<true>);
   m.impl("amin", &extreme_autograd<false>);
 }

@@ -1,6 +1,7 @@
 // ops.cpp: every schema of torch.ops.treduce, and the module init that lets Python load _C.
-// Backends register their kernels beside their launchers (cpu/, cuda/); fake kernels and autograd
-// are registered in Python, in the module named by set_python_module.
+// Backends register their kernels beside their launchers (cpu/, cuda/); the Meta kernels (what
+// torch.compile's fake tensors run) beside the rules in plan.cpp; autograd in autograd.cpp. The
+// op list itself is op_list.h.
 #include <Python.h>
 #include <torch/library.h>
 

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtilsMulti.h>
+#include <torch/library.h>
 #include <c10/core/ScalarType.h>
 
 #include <algorithm>
@@ -12,22 +13,6 @@
 #include "dispatch.h"
 
 namespace treduce {
-
-const char* op_name(OpKind kind) {
-  switch (kind) {
-    case OpKind::kSum: return "sum";
-    case OpKind::kMean: return "mean";
-    case OpKind::kProd: return "prod";
-    case OpKind::kAmax: return "amax";
-    case OpKind::kAmin: return "amin";
-    case OpKind::kArgmax: return "argmax";
-    case OpKind::kArgmin: return "argmin";
-    case OpKind::kAnd: return "bitwise_and";
-    case OpKind::kOr: return "bitwise_or";
-    case OpKind::kXor: return "bitwise_xor";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -142,7 +127,7 @@ IndexMap to_map(const std::vector<Dim>& dims) {
 // The ops without an identity raise on an empty reduction, with torch's messages and types.
 void check_nonempty(OpKind kind, const at::Tensor& self, bool all_dims,
                     const std::bitset<at::dim_bitset_size>& reduced) {
-  if (self.numel() != 0) return;
+  if (self.sym_numel() != 0) return;
   const char* name = op_name(kind);
   if (all_dims) {
     if (is_arg(kind))
@@ -152,14 +137,34 @@ void check_nonempty(OpKind kind, const at::Tensor& self, bool all_dims,
                 "Specify the reduction dim with the 'dim' argument.");
   }
   for (int64_t d = 0; d < self.dim(); ++d)
-    TORCH_CHECK_INDEX(!reduced.test(d) || self.size(d) != 0, name, "(): Expected reduction dim ",
-                      d, " to have non-zero size.");
+    TORCH_CHECK_INDEX(!reduced.test(d) || self.sym_size(d) != 0, name,
+                      "(): Expected reduction dim ", d, " to have non-zero size.");
 }
 
 }  // namespace
 
-Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, OpKind kind,
-               std::optional<at::ScalarType> dtype, bool logical_order) {
+std::bitset<at::dim_bitset_size> reduced_dim_set(int64_t ndim, at::OptionalIntArrayRef dim) {
+  // dim=None and dim=[] both mean every dim, as in aten::sum.dim_IntList and aten::amax.
+  std::bitset<at::dim_bitset_size> reduced;
+  if (!dim.has_value() || dim->empty()) {
+    for (int64_t d = 0; d < ndim; ++d) reduced.set(d);
+    return reduced;
+  }
+  std::vector<int64_t> wrapped(dim->begin(), dim->end());
+  for (int64_t& d : wrapped) d = at::maybe_wrap_dim(d, ndim);  // all wrapped before any repeat
+  return at::dim_list_to_bitset(wrapped, ndim);
+}
+
+std::vector<int64_t> reduced_dim_list(int64_t ndim, at::OptionalIntArrayRef dim) {
+  const auto set = reduced_dim_set(ndim, dim);
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < ndim; ++d)
+    if (set.test(d)) dims.push_back(d);
+  return dims;
+}
+
+Reduction check_reduction(const at::Tensor& self, at::OptionalIntArrayRef dim, OpKind kind,
+                          std::optional<at::ScalarType> dtype) {
   TORCH_CHECK(self.layout() == at::kStrided, "treduce.", op_name(kind),
               ": only strided (dense) tensors are supported, got layout ", self.layout());
   check_dtype(kind, self.scalar_type(), "input");
@@ -167,30 +172,34 @@ Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
     TORCH_CHECK(takes_dtype(kind), "treduce.", op_name(kind), ": takes no dtype argument");
     check_dtype(kind, *dtype, "output");
   }
+  Reduction r;
+  r.out_dtype = result_dtype(kind, self.scalar_type(), dtype);
 
-  Plan plan;
-  plan.kind = kind;
-  plan.out_dtype = result_dtype(kind, self.scalar_type(), dtype);
-
-  // Which dims are reduced. dim=None and dim=[] both mean every dim, as in aten::sum.dim_IntList
-  // and aten::amax. Wrapping raises IndexError, a repeated dim RuntimeError, exactly as torch.
+  // As torch: every dim wrapped first (IndexError), then, for the ops without an identity,
+  // every reduced dim of an empty input checked (IndexError), then the repeats (RuntimeError).
   const int64_t ndim = self.dim();
-  std::bitset<at::dim_bitset_size> reduced;
   const bool all_dims = !dim.has_value() || dim->empty();
-  if (all_dims) {
-    for (int64_t d = 0; d < ndim; ++d) reduced.set(d);
-  } else {
-    // As torch: every dim wrapped first (IndexError), then, for the ops without an identity,
-    // every reduced dim of an empty input checked (IndexError), then the repeats (RuntimeError).
+  if (!all_dims && (is_extreme(kind) || is_arg(kind)) && self.sym_numel() == 0) {
     std::vector<int64_t> wrapped(dim->begin(), dim->end());
     for (int64_t& d : wrapped) d = at::maybe_wrap_dim(d, ndim);
-    if ((is_extreme(kind) || is_arg(kind)) && self.numel() == 0)
-      for (const int64_t d : wrapped)
-        TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) != 0, op_name(kind),
-                          "(): Expected reduction dim ", d, " to have non-zero size.");
-    reduced = at::dim_list_to_bitset(wrapped, ndim);
+    for (const int64_t d : wrapped)
+      TORCH_CHECK_INDEX(ndim == 0 || self.sym_size(d) != 0, op_name(kind),
+                        "(): Expected reduction dim ", d, " to have non-zero size.");
   }
-  if (is_extreme(kind) || is_arg(kind)) check_nonempty(kind, self, all_dims, reduced);
+  r.reduced = reduced_dim_set(ndim, dim);
+  if (is_extreme(kind) || is_arg(kind)) check_nonempty(kind, self, all_dims, r.reduced);
+  return r;
+}
+
+Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, OpKind kind,
+               std::optional<at::ScalarType> dtype, bool logical_order) {
+  const Reduction r = check_reduction(self, dim, kind, dtype);
+  const std::bitset<at::dim_bitset_size>& reduced = r.reduced;
+  const int64_t ndim = self.dim();
+  Plan plan;
+  plan.kind = kind;
+  plan.out_dtype = r.out_dtype;
+  plan.out_shape = out_shape(self.sizes(), reduced, keepdim);
 
   // The tensor the kernel reads: the input itself, or (for sum, mean and prod with a dtype=
   // pair that has no kernel) its conversion to the result dtype. Every stride below is taken from
@@ -213,13 +222,11 @@ Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
   }
   std::vector<Dim> kept, red;
   for (int64_t d = 0; d < ndim; ++d) {
-    if (reduced.test(d)) {
-      if (keepdim) plan.out_shape.push_back(1);
-      if (src.size(d) != 1) red.push_back({src.size(d), src.stride(d), 0});
-    } else {
-      plan.out_shape.push_back(src.size(d));
-      if (src.size(d) != 1) kept.push_back({src.size(d), src.stride(d), out_stride[d]});
-    }
+    if (src.size(d) == 1) continue;
+    if (reduced.test(d))
+      red.push_back({src.size(d), src.stride(d), 0});
+    else
+      kept.push_back({src.size(d), src.stride(d), out_stride[d]});
   }
 
   // Arg ops: the reduced index must be torch's index. `logical_order`: the canonical order of
@@ -308,6 +315,52 @@ at::Tensor run_reduce(const at::Tensor& self, at::OptionalIntArrayRef dim, bool 
   }
   launch(plan, out);
   return out;
+}
+
+// ---- Meta kernels: the result's shape and dtype, and every error, without data ---------------
+
+namespace {
+
+at::Tensor meta_reduce(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                       OpKind kind, std::optional<at::ScalarType> dtype) {
+  const Reduction r = check_reduction(self, dim, kind, dtype);
+  return at::empty_symint(out_shape(self.sym_sizes(), r.reduced, keepdim),
+                          self.options().dtype(r.out_dtype));
+}
+
+template <OpKind K>  // sum, mean, prod
+at::Tensor meta_dtype(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                      std::optional<at::ScalarType> dtype) {
+  return meta_reduce(self, dim, keepdim, K, dtype);
+}
+template <OpKind K>  // amax, amin
+at::Tensor meta_dims(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  return meta_reduce(self, dim, keepdim, K, std::nullopt);
+}
+template <OpKind K>  // bitwise_*
+at::Tensor meta_opt_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
+  return meta_reduce(self, dim, keepdim, K, std::nullopt);
+}
+template <OpKind K>  // argmax, argmin
+at::Tensor meta_arg(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  if (!dim.has_value()) return meta_reduce(self, std::nullopt, keepdim, K, std::nullopt);
+  const int64_t d = *dim;
+  return meta_reduce(self, at::IntArrayRef(&d, 1), keepdim, K, std::nullopt);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(treduce, Meta, m) {
+  m.impl("sum", &meta_dtype<OpKind::kSum>);
+  m.impl("mean", &meta_dtype<OpKind::kMean>);
+  m.impl("prod", &meta_dtype<OpKind::kProd>);
+  m.impl("amax", &meta_dims<OpKind::kAmax>);
+  m.impl("amin", &meta_dims<OpKind::kAmin>);
+  m.impl("argmax", &meta_arg<OpKind::kArgmax>);
+  m.impl("argmin", &meta_arg<OpKind::kArgmin>);
+  m.impl("bitwise_and", &meta_opt_dims<OpKind::kAnd>);
+  m.impl("bitwise_or", &meta_opt_dims<OpKind::kOr>);
+  m.impl("bitwise_xor", &meta_opt_dims<OpKind::kXor>);
 }
 
 }  // namespace treduce

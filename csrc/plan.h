@@ -11,13 +11,14 @@
 #include <optional>
 #include <vector>
 
+#include <bitset>
+
+#include <ATen/WrapDimUtilsMulti.h>
+
 #include "geometry.h"
+#include "op_list.h"
 
 namespace treduce {
-
-enum class OpKind { kSum, kMean, kProd, kAmax, kAmin, kArgmax, kArgmin, kAnd, kOr, kXor };
-
-const char* op_name(OpKind kind);
 
 struct Plan {
   OpKind kind;
@@ -26,6 +27,39 @@ struct Plan {
   at::ScalarType out_dtype;        // the result's dtype
   Geometry geom;                   // M outputs x K reduced elements over `input`
 };
+
+// dim normalisation, in one place: the reduced dims of an ndim-dim tensor (every dim when `dim`
+// is absent or empty), each wrapped (IndexError) and none repeated (RuntimeError), as torch.
+// A 0-d tensor accepts dim 0 and -1 (bit 0 set; it has no dim to reduce).
+std::bitset<at::dim_bitset_size> reduced_dim_set(int64_t ndim, at::OptionalIntArrayRef dim);
+
+// The same as an ascending list of dims below ndim.
+std::vector<int64_t> reduced_dim_list(int64_t ndim, at::OptionalIntArrayRef dim);
+
+// What torch checks before it reduces, from the tensor's metadata alone (layout, dtype, dim
+// count, sizes as SymInts): dtypes, dims (wrapped, repeats), empty reductions of the ops without
+// an identity, with torch's exception types. The result dtype and the reduced dims. Shared by
+// make_plan and the Meta kernels (which torch.compile's fake tensors run).
+struct Reduction {
+  at::ScalarType out_dtype;
+  std::bitset<at::dim_bitset_size> reduced;
+};
+Reduction check_reduction(const at::Tensor& self, at::OptionalIntArrayRef dim, OpKind kind,
+                          std::optional<at::ScalarType> dtype);
+
+// The result's shape: `sizes` without the reduced dims, or with them as 1 (keepdim).
+template <class S>
+std::vector<S> out_shape(c10::ArrayRef<S> sizes, const std::bitset<at::dim_bitset_size>& reduced,
+                         bool keepdim) {
+  std::vector<S> shape;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (!reduced.test(d))
+      shape.push_back(sizes[d]);
+    else if (keepdim)
+      shape.push_back(S(1));
+  }
+  return shape;
+}
 
 // Validates the call exactly as torch does (same exception types) and builds the plan. `dim`
 // empty or absent means every dim. `dtype` applies to sum, mean and prod. For argmax/argmin the

@@ -1,7 +1,9 @@
-"""Typed wrappers for torch.ops.treduce, and their fake (meta) kernels and autograd formulas.
+"""Typed wrappers for torch.ops.treduce.
 
-The schemas live in csrc/ops.cpp, which names this module with ``set_python_module``; the fake
-kernels and autograd formulas registered here make the ops work under torch.compile and autograd.
+The schemas live in csrc/ops.cpp; the rules for output shapes, dtypes and errors in csrc/plan.cpp,
+which also registers the Meta kernels that torch.compile's fake tensors run; the autograd
+formulas in csrc/autograd.cpp. This module parses arguments as torch's bindings do and calls
+the ops.
 """
 from __future__ import annotations
 
@@ -15,14 +17,6 @@ __all__ = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "bitwise_a
            "bitwise_xor"]
 
 DimArg = int | Sequence[int] | None
-
-_SUPPORTED = {
-    torch.float32, torch.float64, torch.float16, torch.bfloat16,
-    torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool,
-}
-_FP8 = {torch.float8_e4m3fn, torch.float8_e5m2}
-_TAKES_FP8 = {"sum", "mean", "amax", "amin"}
-
 
 # The overloads themselves: calling an OpOverload skips the packet's overload resolution, and
 # leaving out dtype=None skips keyword handling (~1.5 µs of host time per call together).
@@ -46,8 +40,11 @@ from . import _fast  # noqa: E402
 
 _call = _fast.call
 _compiling = torch.compiler.is_compiling
-(_K_SUM, _K_MEAN, _K_PROD, _K_AMAX, _K_AMIN, _K_ARGMAX, _K_ARGMIN, _K_AND, _K_OR,
- _K_XOR) = range(10)
+# The op codes, from the extension (csrc/op_list.h): a missing name fails here, at import.
+_K_SUM, _K_MEAN, _K_PROD = _fast.OPS["sum"], _fast.OPS["mean"], _fast.OPS["prod"]
+_K_AMAX, _K_AMIN = _fast.OPS["amax"], _fast.OPS["amin"]
+_K_ARGMAX, _K_ARGMIN = _fast.OPS["argmax"], _fast.OPS["argmin"]
+_K_AND, _K_OR, _K_XOR = _fast.OPS["bitwise_and"], _fast.OPS["bitwise_or"], _fast.OPS["bitwise_xor"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -262,155 +259,3 @@ def bitwise_xor(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False) 
         if out is not NotImplemented:
             return out
     return _by_dims("bitwise_xor", _XOR, input, dim, keepdim)
-
-
-# ----------------------------------------------------------------------------------------------
-# Shape logic shared by the fake kernels and the autograd formulas. It only looks at sizes, so it
-# works with SymInts, and raises what the C++ plan (csrc/plan.cpp) raises.
-
-def _wrap_dim(d: int, ndim: int) -> int:
-    n = builtins.max(ndim, 1)  # a 0-d tensor accepts dims -1 and 0
-    if not -n <= d < n:
-        raise IndexError(
-            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
-    return d + n if d < 0 else d
-
-
-def _reduced_dims(x: torch.Tensor, dim: Sequence[int] | None) -> list[int]:
-    ndim = x.dim()
-    if not dim:
-        return list(range(ndim))
-    wrapped = [_wrap_dim(d, ndim) for d in dim]  # every dim wrapped first, then the repeats
-    seen: list[int] = []
-    for w in wrapped:
-        if w in seen:
-            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
-        seen.append(w)
-    return sorted(w for w in seen if w < ndim)
-
-
-def _out_shape(x: torch.Tensor, dims: list[int], keepdim: bool) -> list:
-    if keepdim:
-        return [1 if i in dims else s for i, s in enumerate(x.shape)]
-    return [s for i, s in enumerate(x.shape) if i not in dims]
-
-
-def _check_dtype(op: str, dtype: torch.dtype, what: str) -> None:
-    if dtype.is_complex:
-        raise TypeError(f"treduce.{op}: complex {what} is not supported (got {dtype})")
-    if dtype in _FP8:
-        if op in _TAKES_FP8 and what == "input":
-            return
-        raise TypeError(f"treduce.{op}: float8 {what} is not supported (got {dtype})")
-    if dtype not in _SUPPORTED:
-        raise TypeError(f"treduce.{op}: {what} dtype {dtype} is not supported")
-
-
-def _result_dtype(op: str, x: torch.Tensor, dtype: torch.dtype | None) -> torch.dtype:
-    """The dtype rules (and errors) of csrc/plan.cpp's result_dtype."""
-    _check_dtype(op, x.dtype, "input")
-    if dtype is not None:
-        _check_dtype(op, dtype, "output")
-    if op in ("sum", "prod"):
-        if dtype is not None:
-            return dtype
-        if not x.dtype.is_floating_point:
-            return torch.int64
-        return torch.float32 if x.dtype in _FP8 else x.dtype
-    if op == "mean":
-        if dtype is not None:
-            if not dtype.is_floating_point:
-                raise RuntimeError("mean(): could not infer output dtype. Optional dtype must be "
-                                   f"either a floating point or complex dtype. Got: {_name(dtype)}")
-            return dtype
-        if not x.dtype.is_floating_point:
-            raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either "
-                               f"a floating point or complex dtype. Got: {_name(x.dtype)}")
-        return torch.float32 if x.dtype in _FP8 else x.dtype
-    if op in ("argmax", "argmin"):
-        if x.dtype == torch.bool:
-            raise RuntimeError(f"{op}(): does not support bool input")
-        return torch.int64
-    if op.startswith("bitwise"):
-        if x.dtype.is_floating_point:
-            raise TypeError(f"treduce.{op}: only integer and bool inputs are supported "
-                            f"(got {x.dtype})")
-    return x.dtype
-
-
-def _name(dtype: torch.dtype) -> str:
-    return {torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char",
-            torch.uint8: "Byte", torch.bool: "Bool"}.get(dtype, str(dtype))
-
-
-def _check_nonempty(op: str, x: torch.Tensor, dim, dims: list[int]) -> None:
-    if x.numel() != 0:
-        return
-    if not dim:
-        if op in ("argmax", "argmin"):
-            raise IndexError(f"{op}(): Expected reduction dim to be specified for "
-                             "input.numel() == 0.")
-        raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() "
-                           "== 0. Specify the reduction dim with the 'dim' argument.")
-    for d in dims:
-        if x.dim() > 0 and x.shape[d] == 0:
-            raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
-
-
-def _fake(op: str, x, dim, keepdim, dtype=None):
-    out_dtype = _result_dtype(op, x, dtype)
-    if op in ("amax", "amin", "argmax", "argmin"):  # before the repeats, as torch
-        _check_nonempty(op, x, dim, [_wrap_dim(d, x.dim()) for d in dim or ()])
-    dims = _reduced_dims(x, dim)
-    return x.new_empty(_out_shape(x, dims, keepdim), dtype=out_dtype)
-
-
-for _op in ("sum", "mean", "prod"):
-    torch.library.register_fake(f"treduce::{_op}")(
-        lambda x, dim=None, keepdim=False, *, dtype=None, _op=_op: _fake(_op, x, dim, keepdim,
-                                                                         dtype))
-for _op in ("amax", "amin", "bitwise_and", "bitwise_or", "bitwise_xor"):
-    torch.library.register_fake(f"treduce::{_op}")(
-        lambda x, dim=None, keepdim=False, _op=_op: _fake(_op, x, dim, keepdim))
-for _op in ("argmax", "argmin"):
-    torch.library.register_fake(f"treduce::{_op}")(
-        lambda x, dim=None, keepdim=False, _op=_op: _fake(
-            _op, x, None if dim is None else [dim], keepdim))
-
-
-# ----------------------------------------------------------------------------------------------
-# Autograd for prod (the others: csrc/autograd.cpp). The backward formula is plain torch ops, so
-# it is traceable and differentiable again (double backward).
-
-def _prod_setup(ctx, inputs, keyword_only_inputs, output):
-    x, dim, keepdim = inputs
-    ctx.dims = _reduced_dims(x, dim)
-    ctx.keepdim = keepdim
-    ctx.save_for_backward(x)
-
-
-def _prod_backward(ctx, grad):
-    """d prod / d x_i = the product of all the other elements, computed with exclusive products
-    from both ends, so that zeros (one or several) need no division, as in torch."""
-    (x,) = ctx.saved_tensors
-    dims = ctx.dims
-    if not dims:
-        return grad.to(x.dtype), None, None
-    keep = [d for d in range(x.dim()) if d not in dims]
-    perm = keep + dims
-    xp = x.permute(perm)
-    kept_shape = list(xp.shape[:len(keep)])
-    flat = xp.reshape(kept_shape + [-1]).to(grad.dtype)
-    if flat.shape[-1] == 0:
-        return torch.zeros_like(x), None, None
-    ones = torch.ones_like(flat[..., :1])
-    left = torch.cumprod(torch.cat([ones, flat[..., :-1]], -1), -1)
-    right = torch.cumprod(torch.cat([ones, flat.flip(-1)[..., :-1]], -1), -1).flip(-1)
-    g = grad.reshape(kept_shape + [1]) * (left * right)
-    inv = [perm.index(i) for i in range(x.dim())]
-    return g.reshape(xp.shape).permute(inv).to(x.dtype), None, None
-
-
-# sum, mean, amax and amin have C++ autograd kernels (csrc/autograd.cpp): the Python layer that
-# register_autograd installs cost ~5 µs of host time per call. prod keeps its formula here.
-torch.library.register_autograd("treduce::prod", _prod_backward, setup_context=_prod_setup)

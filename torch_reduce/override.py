@@ -26,8 +26,14 @@ for _name in _NAMES:
     _ROUTES[getattr(torch, _name)] = _name
     _ROUTES[getattr(torch.Tensor, _name)] = _name
 
-_SUPPORTED = ops._SUPPORTED
-_FP8 = ops._FP8
+# The dtypes the treduce ops take (csrc/plan.cpp checks them and raises for the others; here they
+# decide the routing: any other dtype goes to torch, which handles it).
+_SUPPORTED = {
+    torch.float32, torch.float64, torch.float16, torch.bfloat16,
+    torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool,
+}
+_FP8 = {torch.float8_e4m3fn, torch.float8_e5m2}
+_TAKES_FP8 = {"sum", "mean", "amax", "amin"}
 # Which (op, device type) pairs have a treduce kernel, read once from the dispatcher (a plain
 # dict, so that torch.compile can trace the lookup).
 _KERNELS = {(name, dev): torch._C._dispatch_has_kernel_for_dispatch_key(f"treduce::{name}", key)
@@ -57,7 +63,7 @@ def _plan_call(name: str, args, kwargs):
     dim, keepdim, dtype = vals.get("dim"), vals.get("keepdim", False), vals.get("dtype")
     if type(x) is not torch.Tensor or x.layout != torch.strided or not isinstance(keepdim, bool):
         return None
-    if x.dtype not in _SUPPORTED and not (x.dtype in _FP8 and name in ops._TAKES_FP8):
+    if x.dtype not in _SUPPORTED and not (x.dtype in _FP8 and name in _TAKES_FP8):
         return None
     if not _KERNELS.get((name, x.device.type), False) or not _is_dims(dim):
         return None

@@ -22,11 +22,19 @@
 #include <optional>
 #include <vector>
 
+#include "../op_list.h"
+
 namespace treduce {
 namespace {
 
-// The op codes that torch_reduce/ops.py passes (its _K_* constants).
-enum OpCode : long { kSum, kMean, kProd, kAmax, kAmin, kArgmax, kArgmin, kAnd, kOr, kXor, kOps };
+// The op codes that torch_reduce/ops.py passes: OpKind's values, which this module exports as
+// OPS, a dict from op name to code (op_list.h).
+constexpr long kSum = static_cast<long>(OpKind::kSum), kMean = static_cast<long>(OpKind::kMean),
+               kProd = static_cast<long>(OpKind::kProd), kAmax = static_cast<long>(OpKind::kAmax),
+               kAmin = static_cast<long>(OpKind::kAmin),
+               kArgmax = static_cast<long>(OpKind::kArgmax),
+               kArgmin = static_cast<long>(OpKind::kArgmin),
+               kAnd = static_cast<long>(OpKind::kAnd), kOr = static_cast<long>(OpKind::kOr);
 
 using SumSig = at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool,
                           std::optional<at::ScalarType>);
@@ -111,7 +119,7 @@ PyObject* call(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
   PyObject* const dim = args[2];
   PyObject* const keepdim_obj = args[3];
   PyObject* const dtype_obj = args[4];
-  if (code < 0 || code >= kOps || !THPVariable_CheckExact(input) ||
+  if (code < 0 || code >= kNumOps || !THPVariable_CheckExact(input) ||
       at::impl::torch_function_mode_enabled() || !PyBool_Check(keepdim_obj))
     return not_handled();
   const bool keepdim = keepdim_obj == Py_True;
@@ -171,5 +179,22 @@ extern "C" PyObject* PyInit__fast(void) {
     PyErr_SetString(PyExc_ImportError, e.what());
     return nullptr;
   }
-  return PyModule_Create(&module_def);
+  PyObject* module = PyModule_Create(&module_def);
+  if (module == nullptr) return nullptr;
+  PyObject* codes = PyDict_New();  // OPS: {name: code}, from op_list.h
+  bool ok = codes != nullptr;
+#define TREDUCE_OP_CODE(kind, name)                                                    \
+  if (ok) {                                                                            \
+    PyObject* v = PyLong_FromLong(static_cast<long>(treduce::OpKind::kind));           \
+    ok = v != nullptr && PyDict_SetItemString(codes, name, v) == 0;                    \
+    Py_XDECREF(v);                                                                     \
+  }
+  TREDUCE_OPS(TREDUCE_OP_CODE)
+#undef TREDUCE_OP_CODE
+  if (!ok || PyModule_AddObject(module, "OPS", codes) != 0) {
+    Py_XDECREF(codes);
+    Py_DECREF(module);
+    return nullptr;
+  }
+  return module;
 }
