@@ -1,8 +1,9 @@
-// proto.cu: the exact-sum prototype on the GPU (float32 input and output), with a torch binding
+// proto.cu: the exact-sum prototype on the GPU (float32; bfloat16 and float16 rows), with a torch binding
 // for bench/exact/proto.py. The arithmetic is exact.h's; this file is the work split.
 //
-//   rows_kernel   rows of K contiguous elements (a full sum is one row); grid (splits, rows).
-//                 Each thread keeps a run over 16 elements per iteration (4 float4 loads), two
+//   rows_kernel   rows of K contiguous elements (a full sum is one row); grid (splits, rows);
+//                 float32, bfloat16 and float16, the result in the input's dtype.
+//                 Each thread keeps a run over 4 loads of 16 bytes per iteration, two
 //                 double chains and a level-2 double for flushed runs; the block merges the
 //                 threads' doubles (TwoSum, errors to shared digits); with splits > 1 the last
 //                 block of a row merges the splits' doubles and any digits the splits deposited.
@@ -21,6 +22,9 @@
 #include <torch/extension.h>
 
 #include <map>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include "exact.h"
 
@@ -41,7 +45,7 @@ __host__ __device__ inline int ceil_log2(int64_t n) {
 struct SharedSink {
   unsigned long long* d;
   int* any;
-  __device__ void operator()(double e) const {
+  __device__ __noinline__ void operator()(double e) const {
     deposit(e, [&](int i, int64_t v) { atomicAdd(d + i, static_cast<unsigned long long>(v)); });
     *any = 1;
   }
@@ -92,21 +96,23 @@ struct ThreadRun {
   Bound b;
 };
 
-template <class Sink>
-__device__ __forceinline__ void add16(ThreadRun& r, const float (&v)[16], int log2n,
+// N elements (already widened to float, exactly) into the run; kP: the input's significand bits.
+template <int kP, int N, class Sink>
+__device__ __forceinline__ void add_n(ThreadRun& r, const float (&v)[N], int log2n,
                                       const Sink& sink, int* flags) {
   Bound nb = r.b;
 #pragma unroll
-  for (int j = 0; j < 16; ++j) widen(nb, bits_of(v[j]));
-  if (!run_exact<24>(nb, log2n)) {  // flush the run, start a new one with these 16
+  for (int j = 0; j < N; ++j) widen(nb, bits_of(v[j]));
+  if (!run_exact<kP>(nb, log2n)) {  // flush the run, start a new one with these N
     r.s2 = merge(r.s2, r.s0 + r.s1, sink);
     r.s0 = r.s1 = 0.0;
     nb = Bound{};
 #pragma unroll
-    for (int j = 0; j < 16; ++j) widen(nb, bits_of(v[j]));
-    if (!run_exact<24>(nb, log2n)) {  // the slow path: one by one
+    for (int j = 0; j < N; ++j) widen(nb, bits_of(v[j]));
+    if (!run_exact<kP>(nb, log2n)) {  // the slow path: one by one
       r.b = Bound{};
-      for (int j = 0; j < 16; ++j) {
+#pragma unroll  // v stays in registers (a loop over v[j] would put v in local memory)
+      for (int j = 0; j < N; ++j) {
         const uint32_t p = bits_of(v[j]);
         if ((p & 0x7f800000u) == 0x7f800000u)
           atomicOr(flags, p & 0x7fffffu ? kNaN : p >> 31 ? kNegInf : kPosInf);
@@ -118,18 +124,40 @@ __device__ __forceinline__ void add16(ThreadRun& r, const float (&v)[16], int lo
   }
   r.b = nb;
 #pragma unroll
-  for (int j = 0; j < 8; ++j) r.s0 += static_cast<double>(v[j]);
+  for (int j = 0; j < N / 2; ++j) r.s0 += static_cast<double>(v[j]);
 #pragma unroll
-  for (int j = 8; j < 16; ++j) r.s1 += static_cast<double>(v[j]);
+  for (int j = N / 2; j < N; ++j) r.s1 += static_cast<double>(v[j]);
 }
+
+// The input types: float32, bfloat16, float16; each widens exactly to float.
+template <class T> struct In;
+template <> struct In<float> {
+  static constexpr int kP = 24;
+  static constexpr Format kFormat = kFloat32;
+  __device__ static float widen(float v) { return v; }
+  __device__ static float narrow(double v) { return static_cast<float>(v); }
+};
+template <> struct In<__nv_bfloat16> {
+  static constexpr int kP = 8;
+  static constexpr Format kFormat = kBFloat16;
+  __device__ static float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
+  __device__ static __nv_bfloat16 narrow(double v) { return __float2bfloat16_rn(static_cast<float>(v)); }
+};
+template <> struct In<__half> {
+  static constexpr int kP = 11;
+  static constexpr Format kFormat = kFloat16;
+  __device__ static float widen(__half v) { return __half2float(v); }
+  __device__ static __half narrow(double v) { return __float2half_rn(static_cast<float>(v)); }
+};
+// (narrow: v is already a value of the format, so both conversions are exact.)
 
 // ---- rows ------------------------------------------------------------------------------------
 
 struct RowsArgs {
-  const float* x;
-  float* out;
-  int64_t K;           // elements per row (a multiple of 4)
-  int64_t chunk;       // elements per split (a multiple of 4)
+  const void* x;
+  void* out;
+  int64_t K;           // elements per row (a multiple of 16 bytes)
+  int64_t chunk;       // elements per split (a multiple of 16 bytes)
   int splits;
   int log2n;           // bound on log2 of the elements one thread adds
   double* part;        // [rows][splits] the splits' doubles
@@ -139,7 +167,10 @@ struct RowsArgs {
   unsigned* counters;  // [rows], zero between calls
 };
 
+template <class T>
 __global__ void __launch_bounds__(kThreads) rows_kernel(RowsArgs a) {
+  constexpr int kVec = 16 / sizeof(T);  // elements per 16-byte load
+  struct alignas(16) V { T v[kVec]; };
   __shared__ unsigned long long dig[kDigits];
   __shared__ int any, flags;
   __shared__ double red[kThreads / 32];
@@ -150,20 +181,27 @@ __global__ void __launch_bounds__(kThreads) rows_kernel(RowsArgs a) {
   const SharedSink sink{dig, &any};
 
   const int64_t row = blockIdx.y;
-  const int64_t c0 = blockIdx.x * a.chunk;
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * a.chunk;
   const int64_t c1 = min(c0 + a.chunk, a.K);
-  const float4* p = reinterpret_cast<const float4*>(a.x + row * a.K + c0);
-  const int64_t n4 = (c1 - c0) / 4;
+  const V* p = reinterpret_cast<const V*>(static_cast<const T*>(a.x) + row * a.K + c0);
+  const int64_t nv = (c1 - c0) / kVec;
   ThreadRun r;
-  for (int64_t base = 0; base < n4; base += 4 * kThreads) {
-    float v[16];
+  for (int64_t base = 0; base < nv; base += 4 * kThreads) {
+    V q[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int64_t i = base + threadIdx.x + j * kThreads;
-      const float4 q = i < n4 ? __ldg(p + i) : make_float4(0.f, 0.f, 0.f, 0.f);
-      v[4 * j] = q.x, v[4 * j + 1] = q.y, v[4 * j + 2] = q.z, v[4 * j + 3] = q.w;
+      if (i < nv) {
+        const uint4 u = __ldg(reinterpret_cast<const uint4*>(p + i));
+        memcpy(&q[j], &u, 16);
+      } else {
+        memset(&q[j], 0, 16);
+      }
     }
-    add16(r, v, a.log2n, sink, &flags);
+    float v[4 * kVec];
+#pragma unroll
+    for (int j = 0; j < 4 * kVec; ++j) v[j] = In<T>::widen(q[j / kVec].v[j % kVec]);
+    add_n<In<T>::kP>(r, v, a.log2n, sink, &flags);
   }
   double t = merge(r.s2, r.s0 + r.s1, sink);
   t = block_merge(t, sink, red);
@@ -172,7 +210,7 @@ __global__ void __launch_bounds__(kThreads) rows_kernel(RowsArgs a) {
     if (threadIdx.x == 0) {
       Digits g;
       for (int i = 0; i < kDigits; ++i) g.d[i] = static_cast<int64_t>(dig[i]);
-      a.out[row] = static_cast<float>(round_sum(t, any ? &g : nullptr, flags, kFloat32));
+      static_cast<T*>(a.out)[row] = In<T>::narrow(round_sum(t, any ? &g : nullptr, flags, In<T>::kFormat));
     }
     return;
   }
@@ -211,7 +249,7 @@ __global__ void __launch_bounds__(kThreads) rows_kernel(RowsArgs a) {
     }
     a.deposited[row] = 0;
     a.counters[row] = 0;
-    a.out[row] = static_cast<float>(round_sum(u, dep ? &g : nullptr, flags, kFloat32));
+    static_cast<T*>(a.out)[row] = In<T>::narrow(round_sum(u, dep ? &g : nullptr, flags, In<T>::kFormat));
   }
 }
 
@@ -336,8 +374,10 @@ __global__ void __launch_bounds__(kColsX* kColsY) cols_kernel(ColsArgs a) {
       for (int j = 0; j < 4; ++j) widen4(nb, q[j]);
       if (!run_exact<24>(nb, a.log2n)) {  // one by one
         b = Bound{};
+#pragma unroll
         for (int j = 0; j < 4; ++j) {
           const float v[4] = {q[j].x, q[j].y, q[j].z, q[j].w};
+#pragma unroll
           for (int m = 0; m < 4; ++m) {
             const uint32_t pt = bits_of(v[m]);
             if ((pt & 0x7f800000u) == 0x7f800000u)
@@ -430,14 +470,17 @@ int sm_count() {
 
 // x viewed as (outer, K, inner), contiguous float32; reduces K. splits = 0: chosen here.
 at::Tensor exact_sum(const at::Tensor& x, int64_t outer, int64_t K, int64_t inner, int64_t splits) {
-  TORCH_CHECK(x.is_cuda() && x.scalar_type() == at::kFloat && x.is_contiguous());
+  const auto st = x.scalar_type();
+  TORCH_CHECK(x.is_cuda() && x.is_contiguous() &&
+              (st == at::kFloat || st == at::kBFloat16 || st == at::kHalf));
   TORCH_CHECK(x.numel() == outer * K * inner);
   TORCH_CHECK(reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0);
   c10::cuda::CUDAGuard guard(x.device());
   auto stream = at::cuda::getCurrentCUDAStream();
   auto out = at::empty({outer * inner}, x.options());
   const int target = sm_count() * 8;  // blocks that fill the GPU (8 blocks of 256 per SM)
-  if (inner == 1 && K <= 128 && (K == 2 || K == 8 || K == 32 || K == 128)) {
+  const bool f32 = st == at::kFloat;
+  if (f32 && inner == 1 && (K == 2 || K == 8 || K == 32 || K == 128)) {
     const int64_t n4 = outer * K / 4;
     const int blocks = static_cast<int>(std::min<int64_t>(target, (n4 + kThreads - 1) / kThreads));
     switch (K) {
@@ -450,30 +493,39 @@ at::Tensor exact_sum(const at::Tensor& x, int64_t outer, int64_t K, int64_t inne
     return out;
   }
   if (inner == 1) {
-    TORCH_CHECK(K % 4 == 0, "prototype: K % 4 == 0");
+    const int64_t vec = 16 / x.element_size();
+    TORCH_CHECK(K % vec == 0, "prototype: rows of whole 16-byte vectors");
     const int64_t rows = outer;
     if (splits <= 0) {
-      // Enough blocks to fill the GPU, each with at least 16 elements per thread.
+      // Enough blocks to fill the GPU, each with at least 4 loads of 16 bytes per thread.
       const int64_t want = (target + rows - 1) / rows;
-      const int64_t most = std::max<int64_t>(1, K / (16 * kThreads));
+      const int64_t most = std::max<int64_t>(1, K / (4 * vec * kThreads));
       splits = std::min(want, most);
     }
     int64_t chunk = (K + splits - 1) / splits;
-    chunk = (chunk + 3) / 4 * 4;
+    chunk = (chunk + vec - 1) / vec * vec;
     splits = (K + chunk - 1) / chunk;
     auto part = at::empty({rows * splits}, x.options().dtype(at::kDouble));
     auto pflags = at::empty({rows * splits}, x.options().dtype(at::kInt));
     at::Tensor& z = zeroed(rows * (kDigits * 8 + 8), x.device());
     auto* zb = z.data_ptr<uint8_t>();
-    RowsArgs a{x.data_ptr<float>(), out.data_ptr<float>(), K, chunk, static_cast<int>(splits),
-               ceil_log2(16 * ((chunk / 4 + 4 * kThreads - 1) / (4 * kThreads))), part.data_ptr<double>(),
+    const int64_t per_thread = 4 * vec * ((chunk / vec + 4 * kThreads - 1) / (4 * kThreads));
+    RowsArgs a{x.data_ptr(), out.data_ptr(), K, chunk, static_cast<int>(splits),
+               ceil_log2(per_thread), part.data_ptr<double>(),
                pflags.data_ptr<int>(), reinterpret_cast<unsigned long long*>(zb),
                reinterpret_cast<int*>(zb + rows * kDigits * 8),
                reinterpret_cast<unsigned*>(zb + rows * kDigits * 8 + rows * 4)};
-    rows_kernel<<<dim3(splits, rows), kThreads, 0, stream>>>(a);
+    const dim3 grid(splits, rows);
+    if (st == at::kFloat)
+      rows_kernel<float><<<grid, kThreads, 0, stream>>>(a);
+    else if (st == at::kBFloat16)
+      rows_kernel<__nv_bfloat16><<<grid, kThreads, 0, stream>>>(a);
+    else
+      rows_kernel<__half><<<grid, kThreads, 0, stream>>>(a);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return out;
   }
+  TORCH_CHECK(f32, "prototype: columns of float32 only");
   TORCH_CHECK(inner % 4 == 0, "prototype: inner % 4 == 0");
   const int64_t C = outer * inner;
   const int64_t tiles = (C + kColsTile - 1) / kColsTile;

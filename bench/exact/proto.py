@@ -41,27 +41,34 @@ def build():
     return ext, lib
 
 
+KIND = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
+
+
 def host_exact(lib, x: torch.Tensor, outer: int, K: int, inner: int) -> torch.Tensor:
-    """The exact float32 sums over K of x viewed as (outer, K, inner), on the host."""
+    """The exact sums over K of x viewed as (outer, K, inner), on the host, in x's dtype."""
     rows = x.detach().cpu().reshape(outer, K, inner).transpose(1, 2).contiguous()
     rows = rows.reshape(outer * inner, K)
     out = np.empty(outer * inner, dtype=np.float64)
-    lib.exact_rows(rows.data_ptr(), rows.shape[0], K, 0, 0, out.ctypes.data)
-    return torch.from_numpy(out.astype(np.float32))
+    lib.exact_rows(rows.data_ptr(), rows.shape[0], K, KIND[x.dtype], 0, out.ctypes.data)
+    return torch.from_numpy(out).to(x.dtype)  # exact: each value is one of the dtype's
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> int:
     """How many elements differ in their bits (NaN equal to NaN)."""
-    a, b = a.cpu().view(torch.int32), b.cpu().view(torch.int32)
-    nan = (a & 0x7FFFFFFF) > 0x7F800000
-    nan_b = (b & 0x7FFFFFFF) > 0x7F800000
-    return int(((a != b) & ~(nan & nan_b)).sum())
+    a, b = a.cpu(), b.cpu()
+    both_nan = torch.isnan(a) & torch.isnan(b)
+    ints = {4: torch.int32, 2: torch.int16}[a.element_size()]
+    return int(((a.view(ints) != b.view(ints)) & ~both_nan).sum())
 
 
-# (class, name, shape, dims, (outer, K, inner))
+# (class, name, shape, dims, (outer, K, inner)[, dtype])
 def cells(quick: bool):
+    bf16, f16 = torch.bfloat16, torch.float16
     out = [
         ("full", "2^28", (1 << 28,), None, (1, 1 << 28, 1)),
+        ("full", "f16 2^29", (1 << 29,), None, (1, 1 << 29, 1), f16),
+        ("full", "bf16 2^28", (1 << 28,), None, (1, 1 << 28, 1), bf16),
+        ("rows", "bf16 (8192,8192) d1", (8192, 8192), (1,), (8192, 8192, 1), bf16),
         ("full", "2^30", (1 << 30,), None, (1, 1 << 30, 1)),
         ("rows", "(16384,16384) d1", (16384, 16384), (1,), (16384, 16384, 1)),
         ("rows", "(4096,4096) d1", (4096, 4096), (1,), (4096, 4096, 1)),
@@ -79,12 +86,13 @@ def cells(quick: bool):
         ("loss", "(8192,)", (8192,), None, (1, 8192, 1)),
     ]
     out += [("latency", f"2^{e}", (1 << e,), None, (1, 1 << e, 1)) for e in (10, 14, 16, 20, 24)]
+    out = [c if len(c) == 6 else c + (torch.float32,) for c in out]
     if quick:
-        out = [c for c in out if math.prod(c[2]) <= (1 << 28)]
+        out = [c for c in out if math.prod(c[2]) * c[5].itemsize <= (1 << 30)]
     return out
 
 
-def adversarial(shape, kind: str, gen: torch.Generator) -> torch.Tensor:
+def adversarial(shape, kind: str, gen: torch.Generator, dtype=torch.float32) -> torch.Tensor:
     n = math.prod(shape)
     if kind == "randn":
         x = torch.randn(n, generator=gen)
@@ -101,30 +109,37 @@ def adversarial(shape, kind: str, gen: torch.Generator) -> torch.Tensor:
         x[idx] = torch.tensor([math.inf, -math.inf, math.nan])[torch.arange(len(idx)) % 3]
     else:
         raise ValueError(kind)
-    return x.reshape(shape)
+    if dtype == torch.float16:  # float16's range: the huge values of "cancel" become 2^15
+        x = torch.where(torch.isfinite(x) & (x.abs() > 2.0 ** 15), torch.sign(x) * 2.0 ** 15, x)
+    return x.reshape(shape).to(dtype)
 
 
 def correctness(ext, lib, quick: bool) -> list[dict]:
     import torch_reduce
     gen = torch.Generator().manual_seed(1)
-    shapes = [((1 << 20,), (1, 1 << 20, 1)), ((256, 4096), (256, 4096, 1)),
-              ((3, 200004), (3, 200004, 1)), ((4096, 2), (4096, 2, 1)), ((4096, 8), (4096, 8, 1)),
-              ((2048, 32), (2048, 32, 1)), ((1024, 128), (1024, 128, 1)),
-              ((512, 1024), (1, 512, 1024)), ((8, 512, 8), (8, 512, 8)),
-              ((20000, 132), (1, 20000, 132))]
+    f32, bf16, f16 = torch.float32, torch.bfloat16, torch.float16
+    shapes = [((1 << 20,), (1, 1 << 20, 1), f32), ((256, 4096), (256, 4096, 1), f32),
+              ((3, 200004), (3, 200004, 1), f32), ((4096, 2), (4096, 2, 1), f32),
+              ((4096, 8), (4096, 8, 1), f32), ((2048, 32), (2048, 32, 1), f32),
+              ((1024, 128), (1024, 128, 1), f32), ((512, 1024), (1, 512, 1024), f32),
+              ((8, 512, 8), (8, 512, 8), f32), ((20000, 132), (1, 20000, 132), f32),
+              ((1 << 20,), (1, 1 << 20, 1), bf16), ((64, 8192), (64, 8192, 1), bf16),
+              ((1 << 20,), (1, 1 << 20, 1), f16), ((64, 8192), (64, 8192, 1), f16)]
     rows = []
-    for shape, (o, k, i) in shapes:
+    for shape, (o, k, i), dtype in shapes:
         for kind in ("randn", "wide", "cancel", "special"):
-            x = adversarial(shape, kind, gen)
+            x = adversarial(shape, kind, gen, dtype)
             ref = host_exact(lib, x, o, k, i)
             xc = x.cuda()
             for splits in (0, 1, 2, 3, 7):
                 got = ext.exact_sum(xc, o, k, i, splits)
                 torch.cuda.synchronize()
                 bad = same_bits(got, ref)
-                rows.append({"shape": list(shape), "data": kind, "splits": splits, "differ": bad})
+                rows.append({"shape": list(shape), "dtype": str(dtype), "data": kind,
+                             "splits": splits, "differ": bad})
                 if bad:
-                    print(f"MISMATCH {shape} {kind} splits={splits}: {bad} outputs", file=sys.stderr)
+                    print(f"MISMATCH {shape} {dtype} {kind} splits={splits}: {bad} outputs",
+                          file=sys.stderr)
             if kind == "randn":  # the canonical engine, for information: correctly rounded in practice
                 canon = (torch_reduce.sum(xc) if len(shape) == 1 else
                          torch_reduce.sum(xc, [1]) if i == 1 else
@@ -142,9 +157,9 @@ def timing(ext, lib, quick: bool) -> list[dict]:
         return do_bench(fn, warmup=25, rep=100, return_mode="median")
 
     results = []
-    for cls, name, shape, dims, (o, k, i) in cells(quick):
+    for cls, name, shape, dims, (o, k, i), dtype in cells(quick):
         torch.manual_seed(0)
-        x = torch.randn(shape, device="cuda")
+        x = torch.randn(shape, device="cuda").to(dtype)
         ours = lambda: ext.exact_sum(x, o, k, i, 0)
         canon = (lambda: torch_reduce.sum(x)) if dims is None else (
             lambda: torch_reduce.sum(x, list(dims)))
@@ -160,8 +175,9 @@ def timing(ext, lib, quick: bool) -> list[dict]:
         finally:
             del os.environ["TREDUCE_CANON_LAUNCH"]
         t_torch = med(peer)
-        nbytes = x.numel() * 4
-        results.append({"class": cls, "cell": f"sum f32 {name}", "bytes": nbytes,
+        nbytes = x.numel() * x.element_size()
+        tag = "" if dtype != torch.float32 else "f32 "
+        results.append({"class": cls, "cell": f"sum {tag}{name}", "bytes": nbytes,
                         "exact_ms": t_exact, "canon_ms": t_canon, "plain_ms": t_plain,
                         "torch_ms": t_torch, "differ_from_host": differ})
         r = results[-1]
