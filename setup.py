@@ -82,6 +82,7 @@ class BuildExt(BuildExtension.with_options(use_ninja=True)):
 setup(
     name="torch-reduce",
     version="0.1.0",
+    license="BSD-3-Clause",
     packages=find_packages(include=["torch_reduce", "torch_reduce.*"]),
     ext_modules=[fast_ext] if only_fast else [ext, fast_ext],
     cmdclass={"build_ext": BuildExt},
