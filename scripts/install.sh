@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs everything torch-reduce needs and builds it in place (editable install).
-# Shared by scripts/demo.sh, scripts/test.sh and CI. Safe to run again: it skips what is there.
+# Shared by scripts/demo.sh, scripts/test.sh and CI. Safe to run again: it skips what is there,
+# and the build compiles only what changed.
 #
+# Where: the active virtual environment if there is one, else a project-local .venv (made with
+# access to the system's packages, so that a torch already installed there is reused, not
+# downloaded again). Never the machine's global Python.
 #   torch==2.11.0 from the package index (the CUDA 13.0 build), numpy, ninja, pytest, hypothesis,
 #   setuptools;
 #   g++ and Python's headers from Debian when they are missing (as root);
@@ -25,14 +29,17 @@ PY=${PYTHON:-python3}
 command -v "$PY" >/dev/null || apt_install python3 python3-venv python3-dev
 command -v g++ >/dev/null || apt_install g++
 
-# Debian's own Python refuses pip installs (PEP 668): use a virtual environment there.
-managed=$("$PY" -c 'import os,sys,sysconfig; print(int(sys.prefix == sys.base_prefix and os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))))')
-if [ "$managed" = 1 ]; then
+in_venv=$("$PY" -c 'import sys; print(int(sys.prefix != sys.base_prefix))')
+if [ "$in_venv" != 1 ]; then
   if [ ! -x .venv/bin/python ]; then
-    "$PY" -m venv .venv 2>/dev/null || { apt_install python3-venv; "$PY" -m venv .venv; }
+    log "making the project's virtual environment: .venv"
+    "$PY" -m venv --system-site-packages .venv 2>/dev/null \
+      || { apt_install python3-venv; "$PY" -m venv --system-site-packages .venv; }
   fi
   PY=$PWD/.venv/bin/python
 fi
+# The environment's scripts (ninja) first on PATH: the build looks for ninja there.
+export PATH="$(dirname "$PY"):$PATH"
 "$PY" -c 'import sysconfig,os,sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
   || apt_install python3-dev
 
