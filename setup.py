@@ -84,6 +84,7 @@ setup(
     version="0.1.0",
     license="BSD-3-Clause",
     packages=find_packages(include=["torch_reduce", "torch_reduce.*"]),
+    package_data={"torch_reduce": ["py.typed", "*.pyi"]},
     ext_modules=[fast_ext] if only_fast else [ext, fast_ext],
     cmdclass={"build_ext": BuildExt},
     install_requires=["torch==2.11.0"],

@@ -209,9 +209,10 @@ def reproducibility() -> list[dict]:
 
 def half_markdown(half: list[dict]) -> str:
     yn = {True: "yes", False: "NO"}
-    lines = ["| data (N = 2^%d) | dtype | treduce.sum error (16-bit ulps) | torch.sum error | "
+    n_log2 = int(math.log2(half[0]["n"]))
+    lines = [f"| data (N = 2^{n_log2}) | dtype | treduce.sum error (16-bit ulps) | torch.sum error | "
              "treduce = fl16(exact) | torch = fl16(exact) | treduce.sum(dtype=float32) error "
-             "(float32 ulps) | torch's | treduce = fl32(exact) |" % int(math.log2(half[0]["n"])),
+             "(float32 ulps) | torch's | treduce = fl32(exact) |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in half:
         scale = f" × 2^{r['scale_log2']}" if r["scale_log2"] else ""
@@ -223,8 +224,9 @@ def half_markdown(half: list[dict]) -> str:
 
 
 def markdown(acc: list[dict], rep: list[dict]) -> str:
-    lines = ["| data (float32, N = 2^%d) | treduce.sum error (ulps) | torch.sum error (ulps) | "
-             "treduce = fl32(exact) | treduce.mean error (ulps) |" % int(math.log2(acc[0]["n"])),
+    n_log2 = int(math.log2(acc[0]["n"]))
+    lines = [f"| data (float32, N = 2^{n_log2}) | treduce.sum error (ulps) | torch.sum error (ulps) | "
+             "treduce = fl32(exact) | treduce.mean error (ulps) |",
              "|---|---|---|---|---|"]
     for r in acc:
         lines.append(f"| {r['data']} | {r['ours_ulps']:+.2f} | {r['torch_ulps']:+.2f} | "

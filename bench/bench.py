@@ -16,8 +16,8 @@ import argparse
 import json
 import math
 import os
-import sys
 import statistics
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -279,7 +279,8 @@ def run_case(case: Case, inductor: bool, peers: bool = True) -> dict:
         for name in ("treduce", "torch", "plain"):
             if name in impls:
                 row[f"{name}_graph_us"] = timed(graph_ms, name, impls[name]) * 1e3
-    del x
+    impls.clear()
+    x = None  # the input's memory back to the allocator before the next cell
     torch.cuda.empty_cache()
     return row
 

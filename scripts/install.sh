@@ -12,6 +12,7 @@
 #   the CUDA backend is built too when nvcc is found (CUDA_HOME, /usr/local/cuda or PATH).
 #
 # Prints the python to use on its last line. Set PYTHON to choose the interpreter.
+# --env-only: the environment and the Python packages, without building (scripts/lint.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,6 +45,10 @@ export PATH="$(dirname "$PY"):$PATH"
   || apt_install python3-dev
 
 "$PY" -m pip install -q --disable-pip-version-check "torch==2.11.0" numpy ninja pytest hypothesis "setuptools>=64" wheel >&2
+if [ "${1:-}" = --env-only ]; then
+  echo "$PY"
+  exit 0
+fi
 
 if [ -z "${CUDA_HOME:-}" ] && ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
   export CUDA_HOME=/usr/local/cuda

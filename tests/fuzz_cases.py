@@ -14,10 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from conftest import ALL_DTYPES, FP8_DTYPES, OUT_RTOL
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-
-from conftest import ALL_DTYPES, FP8_DTYPES, OUT_RTOL
 
 OPS = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "bitwise_and", "bitwise_or",
        "bitwise_xor"]

@@ -1,10 +1,10 @@
 """Autograd (gradcheck, ties), opcheck, and torch.compile (fullgraph, dynamic, forward+backward)."""
 import pytest
 import torch
+from conftest import DEVICES, make_input
 from torch._dynamo.testing import CompileCounterWithBackend
 
 import torch_reduce
-from conftest import DEVICES, make_input
 
 
 def distinct_f64(shape, device):

@@ -31,8 +31,8 @@ ROWS = [_row("ahead", 10.0, 12.0, inductor=11.0, cub=15.0),
 
 def test_behind_lists_exactly_the_slower_cells_slowest_first():
     text = bench.behind(ROWS)
-    lines = [l for l in text.splitlines() if l.startswith("| c |")]
-    assert [l.split(" | ")[1] for l in lines] == ["behind cub", "behind torch"]
+    lines = [line for line in text.splitlines() if line.startswith("| c |")]
+    assert [line.split(" | ")[1] for line in lines] == ["behind cub", "behind torch"]
     assert "| behind cub | 10.0 | cub | 8.0 | 0.80 | 70% | 0.90 |" in lines[0]
     assert "| behind torch | 20.0 | torch | 19.0 | 0.95 | — | — |" in lines[1]
     assert "None." in bench.behind(ROWS[:1] + ROWS[3:])

@@ -5,8 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
-
-from conftest import (assert_same_bits, assert_sum_close, make_input, reference_sum)
+from conftest import assert_same_bits, assert_sum_close, make_input, reference_sum
 
 pytestmark = pytest.mark.cuda
 

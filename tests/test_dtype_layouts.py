@@ -7,10 +7,9 @@ expanded and overlapping views become contiguous) or keeps (permutations, channe
 """
 import pytest
 import torch
+from conftest import ALL_DTYPES, ALL_LAYOUTS, DEVICES, FP8_DTYPES, assert_sum_close, make_input
 
 import torch_reduce
-from conftest import (ALL_DTYPES, ALL_LAYOUTS, DEVICES, FP8_DTYPES, assert_sum_close,
-                      make_input)
 
 # (shape, dims): rows, columns, several dims, everything; 4-d shapes for channels_last.
 CASES = [((6, 35), [1]), ((6, 35), [0]), ((5, 6, 7), [0, 2]), ((5, 6, 7), None),

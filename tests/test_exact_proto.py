@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[1] / "bench" / "exact"
 FORMATS = {0: (24, -149, 127), 1: (8, -133, 127), 2: (11, -24, 15)}  # p, qmin, emax

@@ -8,10 +8,9 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import DEVICES, FLOAT_DTYPES, INT_DTYPES, LAYOUTS, assert_same_bits, cases, make_input
 
 import torch_reduce
-from conftest import (DEVICES, FLOAT_DTYPES, INT_DTYPES, LAYOUTS, assert_same_bits, cases,
-                      make_input)
 
 FAMILY_DEVICES = DEVICES
 

@@ -3,10 +3,10 @@ the dispatcher and give exactly what torch.ops.treduce gives; everything else (t
 torch-function modes, unusual argument types) is declined and takes the torch.ops path."""
 import pytest
 import torch
+from conftest import DEVICES
 from torch.overrides import TorchFunctionMode
 
 import torch_reduce
-from conftest import DEVICES
 from torch_reduce import _fast
 from torch_reduce import ops as tro
 

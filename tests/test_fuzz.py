@@ -17,13 +17,20 @@ import os
 
 import pytest
 import torch
+from conftest import HAS_CUDA
+from fuzz_cases import (
+    FUZZ_SETTINGS,
+    OPS,
+    Call,
+    calls,
+    check_against_torch,
+    check_same_bits,
+    expected,
+    same_layout,
+)
 from hypothesis import given
 
 import torch_reduce
-from conftest import HAS_CUDA
-from fuzz_cases import (FUZZ_SETTINGS, OPS, Call, calls, check_against_torch, check_same_bits,
-                        expected, same_layout)
-
 
 EXAMPLES_RUN = collections.Counter()  # (test, op) -> examples run
 

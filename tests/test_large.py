@@ -8,9 +8,9 @@ every reference is exact.
 """
 import pytest
 import torch
+from conftest import DEVICES
 
 import torch_reduce
-from conftest import DEVICES
 
 pytestmark = pytest.mark.slow
 

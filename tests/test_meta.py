@@ -4,7 +4,8 @@ come from the same rules (check_reduction). And the op codes the wrappers use co
 extension (csrc/op_list.h)."""
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import torch_reduce  # noqa: F401  (registers the ops)
 from torch_reduce import _fast

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from test_numerics import cancel_data, wide_data
 
 pytestmark = pytest.mark.cuda
@@ -269,7 +268,6 @@ def test_cuda_interleaved_leaves(shape, expected, dtype, monkeypatch):
     element) or a whole vector past it. The profiler shows the interleaved kernel where the
     planner should take it."""
     n = math.prod(shape)
-    c = shape[-1]
     base = float_data(n + 16, dtype, seed=n + 13)
     for k in (0, 1, 16 // dtype.itemsize):
         x = base[k:k + n].reshape(shape)
@@ -338,6 +336,7 @@ def kernel_launches(fn):
     trace (its kernel events carry the launch's grid and block)."""
     import json
     import tempfile
+
     from torch.profiler import ProfilerActivity, profile
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:

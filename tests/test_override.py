@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import DEVICES
 
 import torch_reduce
-from conftest import DEVICES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 

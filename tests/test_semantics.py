@@ -5,10 +5,20 @@ failure message names the exact case.
 """
 import pytest
 import torch
+from conftest import (
+    ALL_DTYPES,
+    DEVICES,
+    FLOAT_DTYPES,
+    LAYOUTS,
+    assert_same_bits,
+    assert_sum_close,
+    cases,
+    make_input,
+    reference_sum,
+)
 
 import torch_reduce
-from conftest import (ALL_DTYPES, DEVICES, FLOAT_DTYPES, LAYOUTS, assert_same_bits,
-                      assert_sum_close, cases, make_input, reference_sum)
+
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("layout", LAYOUTS)

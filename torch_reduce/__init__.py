@@ -33,10 +33,9 @@ def _load_extension() -> None:
 
 _load_extension()
 
-from . import ops  # noqa: E402  (fake kernels and autograd need the schemas from _C)
+from . import ops  # noqa: E402  (the wrappers need the schemas from _C)
+from .ops import amax, amin, argmax, argmin, bitwise_and, bitwise_or, bitwise_xor, mean, prod, sum  # noqa: E402
 from .override import override  # noqa: E402
-from .ops import (amax, amin, argmax, argmin, bitwise_and, bitwise_or, bitwise_xor,  # noqa: E402
-                  mean, prod, sum)
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "bitwise_and", "bitwise_or",
            "bitwise_xor", "override", "ops"]

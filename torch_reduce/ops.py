@@ -62,7 +62,7 @@ def _type_name(v) -> str:
     return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
-def _index(op: str, v, pos: int | None) -> int:
+def _index(op: str, v, pos: int | None) -> int | torch.SymInt:
     """One dim, as torch parses an int: Python and NumPy integers and single-element integer
     tensors, never bools. `pos`: its position in a sequence (1-based), None for a bare dim."""
     if isinstance(v, (bool, float, complex, str)) or v is None:
@@ -83,7 +83,7 @@ def _index(op: str, v, pos: int | None) -> int:
     return d
 
 
-def _dim_list(op: str, dim) -> list[int] | None:
+def _dim_list(op: str, dim) -> list[int | torch.SymInt] | None:
     """dim for the int[1]? schemas: None, one dim, or a list or tuple of dims."""
     if dim is None:
         return None
@@ -99,7 +99,7 @@ def _dim_list(op: str, dim) -> list[int] | None:
     return [_index(op, dim, None)]
 
 
-def _dim_one(op: str, dim) -> int | None:
+def _dim_one(op: str, dim) -> int | torch.SymInt | None:
     """dim for argmax and argmin: None or one int (a 0-d integer tensor too, not a bool)."""
     if dim is None:
         return None

@@ -150,8 +150,9 @@ def correctness(ext, lib, quick: bool) -> list[dict]:
 
 
 def timing(ext, lib, quick: bool) -> list[dict]:
-    import torch_reduce
     from triton.testing import do_bench
+
+    import torch_reduce
 
     def med(fn):
         return do_bench(fn, warmup=25, rep=100, return_mode="median")
@@ -160,10 +161,15 @@ def timing(ext, lib, quick: bool) -> list[dict]:
     for cls, name, shape, dims, (o, k, i), dtype in cells(quick):
         torch.manual_seed(0)
         x = torch.randn(shape, device="cuda").to(dtype)
-        ours = lambda: ext.exact_sum(x, o, k, i, 0)
-        canon = (lambda: torch_reduce.sum(x)) if dims is None else (
-            lambda: torch_reduce.sum(x, list(dims)))
-        peer = (lambda: torch.sum(x)) if dims is None else (lambda: torch.sum(x, dims))
+        def ours(x=x, o=o, k=k, i=i):
+            return ext.exact_sum(x, o, k, i, 0)
+
+        def canon(x=x, dims=dims):
+            return torch_reduce.sum(x) if dims is None else torch_reduce.sum(x, list(dims))
+
+        def peer(x=x, dims=dims):
+            return torch.sum(x) if dims is None else torch.sum(x, dims)
+
         got = ours().cpu()
         ref = host_exact(lib, x, o, k, i)
         differ = same_bits(got, ref)
@@ -180,11 +186,9 @@ def timing(ext, lib, quick: bool) -> list[dict]:
         results.append({"class": cls, "cell": f"sum {tag}{name}", "bytes": nbytes,
                         "exact_ms": t_exact, "canon_ms": t_canon, "plain_ms": t_plain,
                         "torch_ms": t_torch, "differ_from_host": differ})
-        r = results[-1]
         print(f"{cls:14s} {name:22s} exact {t_exact * 1e3:9.1f} µs  x plain "
               f"{t_plain / t_exact:5.2f}  x canon {t_canon / t_exact:5.2f}  x torch "
               f"{t_torch / t_exact:5.2f}  differ {differ}", file=sys.stderr)
-        del x
     return results
 
 

@@ -1,0 +1,1 @@
+# torch_reduce._C: importing it registers torch.ops.treduce (csrc/ops.cpp); it has no attributes.
