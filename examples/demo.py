@@ -4,9 +4,9 @@ small speed table (on the GPU when there is one, else on the CPU)."""
 import time
 
 import torch
+import train_mlp  # examples/train_mlp.py
 
 import torch_reduce
-import train_mlp  # examples/train_mlp.py
 
 
 def check(device: str) -> None:
