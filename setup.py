@@ -8,6 +8,7 @@ Environment:
   TREDUCE_ONLY_FAST=1    build only torch_reduce._fast, next to a _C built elsewhere
                          (scripts/build_fast.sh; _C.abi3.so loads in any Python, _fast does not)
 """
+
 import os
 from pathlib import Path
 
@@ -33,21 +34,37 @@ nvcc_flags = ["-O3", "-std=c++17", "--expt-relaxed-constexpr", "-lineinfo"]
 if with_cuda:
     sources += [
         f"csrc/cuda/{name}.cu"
-        for name in ("reduce_cuda", "sum_cuda", "mean_cuda", "prod_cuda", "extreme_cuda",
-                     "arg_cuda", "bitwise_cuda")
+        for name in (
+            "reduce_cuda",
+            "sum_cuda",
+            "mean_cuda",
+            "prod_cuda",
+            "extreme_cuda",
+            "arg_cuda",
+            "bitwise_cuda",
+        )
     ]
     ext = CUDAExtension(
-        "torch_reduce._C", sources, extra_compile_args={"cxx": cxx_flags, "nvcc": nvcc_flags},
-        extra_link_args=link_flags, py_limited_api=True,
+        "torch_reduce._C",
+        sources,
+        extra_compile_args={"cxx": cxx_flags, "nvcc": nvcc_flags},
+        extra_link_args=link_flags,
+        py_limited_api=True,
     )
 else:
-    ext = CppExtension("torch_reduce._C", sources, extra_compile_args={"cxx": cxx_flags},
-                       extra_link_args=link_flags, py_limited_api=True)
+    ext = CppExtension(
+        "torch_reduce._C",
+        sources,
+        extra_compile_args={"cxx": cxx_flags},
+        extra_link_args=link_flags,
+        py_limited_api=True,
+    )
 
 # torch_reduce._fast: the wrappers' direct entry to the dispatcher (csrc/python/fast.cpp). It needs
 # torch's Python headers and libtorch_python, so it is built for the running Python, apart from _C.
-fast_ext = CppExtension("torch_reduce._fast", ["csrc/python/fast.cpp"],
-                        extra_compile_args={"cxx": cxx_flags})
+fast_ext = CppExtension(
+    "torch_reduce._fast", ["csrc/python/fast.cpp"], extra_compile_args={"cxx": cxx_flags}
+)
 
 only_fast = os.environ.get("TREDUCE_ONLY_FAST", "0") == "1"
 
@@ -61,6 +78,7 @@ if not only_fast:
         f"WITH_CUDA = {with_cuda!r}\n"
         f"CUDA_ARCH_LIST = {os.environ['TORCH_CUDA_ARCH_LIST'] if with_cuda else None!r}\n"
     )
+
 
 class BuildExt(BuildExtension.with_options(use_ninja=True)):
     """Each extension in a build folder of its own, under build/ in the project. ninja keeps one

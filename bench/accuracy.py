@@ -10,6 +10,7 @@ reproducibility of torch_reduce.sum's bits (yes/no) over 100 runs, forced launch
 configurations, misaligned views, layouts, and CPU against CUDA. Writes DIR/accuracy.md and
 DIR/accuracy.json and prints the tables.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,8 @@ def data_sets(n: int, device: str, seed: int = 0) -> dict[str, torch.Tensor]:
         "D1 randn": torch.randn(n, device=device, generator=g),
         "D2 uniform[0,1)": torch.rand(n, device=device, generator=g),
         "D3 0.1": torch.full((n,), 0.1, device=device),
-        "D4 ±2^U(-20,20)": sign * torch.exp2(
-            torch.empty(n, device=device).uniform_(-20, 20, generator=g)),
+        "D4 ±2^U(-20,20)": sign
+        * torch.exp2(torch.empty(n, device=device).uniform_(-20, 20, generator=g)),
     }
 
 
@@ -72,13 +73,22 @@ def accuracy(log2n: int, device: str = "cuda") -> list[dict]:
         theirs = torch.sum(x).item()
         mean = torch_reduce.mean(x).item()
         want_mean = float(np.float32(exact / n))
-        rows.append({
-            "data": name, "n": n, "exact": exact,
-            "ours": ours, "ours_ulps": ulps(ours, exact), "ours_correct": ours == want,
-            "torch": theirs, "torch_ulps": ulps(theirs, exact), "torch_correct": theirs == want,
-            "mean_ulps": ulps(mean, exact / n) if exact else 0.0,
-            "mean_within_1ulp": abs(mean - want_mean) <= float(np.spacing(np.abs(np.float32(want_mean)))),
-        })
+        rows.append(
+            {
+                "data": name,
+                "n": n,
+                "exact": exact,
+                "ours": ours,
+                "ours_ulps": ulps(ours, exact),
+                "ours_correct": ours == want,
+                "torch": theirs,
+                "torch_ulps": ulps(theirs, exact),
+                "torch_correct": theirs == want,
+                "mean_ulps": ulps(mean, exact / n) if exact else 0.0,
+                "mean_within_1ulp": abs(mean - want_mean)
+                <= float(np.spacing(np.abs(np.float32(want_mean)))),
+            }
+        )
         del x
     if device == "cuda":
         torch.cuda.empty_cache()
@@ -123,7 +133,7 @@ def half_accuracy(log2n: int, device: str = "cuda") -> list[dict]:
             k = 0
             if dtype == torch.float16:
                 k = max(0, math.ceil(math.log2(abs(x.double().sum().item()))) - 12)
-            h = (x * 2.0 ** -k).to(dtype)
+            h = (x * 2.0**-k).to(dtype)
             del x
             exact = exact_sum(h)
             want16 = round_to(exact, mant)
@@ -131,16 +141,25 @@ def half_accuracy(log2n: int, device: str = "cuda") -> list[dict]:
             torch16 = torch.sum(h).item()
             ours32 = torch_reduce.sum(h, dtype=torch.float32).item()
             torch32 = torch.sum(h, dtype=torch.float32).item()
-            rows.append({
-                "data": name, "dtype": str(dtype).replace("torch.", ""), "n": n, "scale_log2": -k,
-                "exact": exact,
-                "ours16": ours16, "ours16_ulps": ulps_of(ours16, exact, mant),
-                "torch16": torch16, "torch16_ulps": ulps_of(torch16, exact, mant),
-                "ours16_correct": ours16 == want16, "torch16_correct": torch16 == want16,
-                "ours16_ok": ours16 == want16 or abs(ours16 - exact) <= abs(torch16 - exact),
-                "ours32_ulps": ulps(ours32, exact), "torch32_ulps": ulps(torch32, exact),
-                "ours32_correct": ours32 == float(np.float32(exact)),
-            })
+            rows.append(
+                {
+                    "data": name,
+                    "dtype": str(dtype).replace("torch.", ""),
+                    "n": n,
+                    "scale_log2": -k,
+                    "exact": exact,
+                    "ours16": ours16,
+                    "ours16_ulps": ulps_of(ours16, exact, mant),
+                    "torch16": torch16,
+                    "torch16_ulps": ulps_of(torch16, exact, mant),
+                    "ours16_correct": ours16 == want16,
+                    "torch16_correct": torch16 == want16,
+                    "ours16_ok": ours16 == want16 or abs(ours16 - exact) <= abs(torch16 - exact),
+                    "ours32_ulps": ulps(ours32, exact),
+                    "torch32_ulps": ulps(torch32, exact),
+                    "ours32_correct": ours32 == float(np.float32(exact)),
+                }
+            )
             del h
     if device == "cuda":
         torch.cuda.empty_cache()
@@ -154,7 +173,8 @@ def bits(t: torch.Tensor) -> torch.Tensor:
 def reproducibility() -> list[dict]:
     g = torch.Generator(device="cuda").manual_seed(1)
     base = torch.randn((1 << 22) + 8, device="cuda", generator=g) * torch.exp2(
-        torch.empty((1 << 22) + 8, device="cuda").uniform_(-20, 20, generator=g))
+        torch.empty((1 << 22) + 8, device="cuda").uniform_(-20, 20, generator=g)
+    )
     x = base[: 1 << 22]
     want = bits(torch_reduce.sum(x))
     rows = []
@@ -170,22 +190,30 @@ def reproducibility() -> list[dict]:
                 ok &= torch.equal(bits(torch_reduce.sum(x)), want)
             finally:
                 del os.environ["TREDUCE_CANON_LAUNCH"]
-    rows.append({"property": "launch configurations (12 forced block shapes x splits)",
-                 "torch": None, "ours": ok})
+    rows.append(
+        {
+            "property": "launch configurations (12 forced block shapes x splits)",
+            "torch": None,
+            "ours": ok,
+        }
+    )
 
     ours_ok, torch_ok = True, True
     torch_want = bits(torch.sum(x))
     for k in range(8):
-        view = base[k:k + (1 << 22)]
+        view = base[k : k + (1 << 22)]
         copy = view.clone()
         ours_ok &= torch.equal(bits(torch_reduce.sum(view)), bits(torch_reduce.sum(copy)))
         torch_ok &= torch.equal(bits(torch.sum(view)), bits(torch.sum(copy)))
-    rows.append({"property": "x[k:k+N] vs a contiguous copy, k = 0..7", "torch": torch_ok,
-                 "ours": ours_ok})
+    rows.append(
+        {"property": "x[k:k+N] vs a contiguous copy, k = 0..7", "torch": torch_ok, "ours": ours_ok}
+    )
 
     t = x[: 64 * 256 * 16 * 16].reshape(64, 256, 16, 16)
-    layouts = {"transposed": t.permute(3, 2, 1, 0).contiguous().permute(3, 2, 1, 0),
-               "channels_last": t.contiguous(memory_format=torch.channels_last)}
+    layouts = {
+        "transposed": t.permute(3, 2, 1, 0).contiguous().permute(3, 2, 1, 0),
+        "channels_last": t.contiguous(memory_format=torch.channels_last),
+    }
     ours_ok, torch_ok = True, True
     for dims in (None, [0, 2, 3], [3]):
         w = bits(torch_reduce.sum(t, dims))
@@ -193,8 +221,13 @@ def reproducibility() -> list[dict]:
         for y in layouts.values():
             ours_ok &= torch.equal(bits(torch_reduce.sum(y, dims)), w)
             torch_ok &= torch.equal(bits(torch.sum(y, dims) if dims else torch.sum(y)), tw)
-    rows.append({"property": "layouts (contiguous, transposed, channels_last; 3 reductions)",
-                 "torch": torch_ok, "ours": ours_ok})
+    rows.append(
+        {
+            "property": "layouts (contiguous, transposed, channels_last; 3 reductions)",
+            "torch": torch_ok,
+            "ours": ours_ok,
+        }
+    )
 
     xc = x.cpu()
     ours_ok = torch.equal(bits(torch_reduce.sum(xc)), want)
@@ -210,27 +243,35 @@ def reproducibility() -> list[dict]:
 def half_markdown(half: list[dict]) -> str:
     yn = {True: "yes", False: "NO"}
     n_log2 = int(math.log2(half[0]["n"]))
-    lines = [f"| data (N = 2^{n_log2}) | dtype | treduce.sum error (16-bit ulps) | torch.sum error | "
-             "treduce = fl16(exact) | torch = fl16(exact) | treduce.sum(dtype=float32) error "
-             "(float32 ulps) | torch's | treduce = fl32(exact) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"| data (N = 2^{n_log2}) | dtype | treduce.sum error (16-bit ulps) | torch.sum error | "
+        "treduce = fl16(exact) | torch = fl16(exact) | treduce.sum(dtype=float32) error "
+        "(float32 ulps) | torch's | treduce = fl32(exact) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in half:
         scale = f" × 2^{r['scale_log2']}" if r["scale_log2"] else ""
-        lines.append(f"| {r['data']}{scale} | {r['dtype']} | {r['ours16_ulps']:+.3f} | "
-                     f"{r['torch16_ulps']:+.3f} | {yn[r['ours16_correct']]} | "
-                     f"{yn[r['torch16_correct']]} | {r['ours32_ulps']:+.2f} | "
-                     f"{r['torch32_ulps']:+.2f} | {yn[r['ours32_correct']]} |")
+        lines.append(
+            f"| {r['data']}{scale} | {r['dtype']} | {r['ours16_ulps']:+.3f} | "
+            f"{r['torch16_ulps']:+.3f} | {yn[r['ours16_correct']]} | "
+            f"{yn[r['torch16_correct']]} | {r['ours32_ulps']:+.2f} | "
+            f"{r['torch32_ulps']:+.2f} | {yn[r['ours32_correct']]} |"
+        )
     return "\n".join(lines)
 
 
 def markdown(acc: list[dict], rep: list[dict]) -> str:
     n_log2 = int(math.log2(acc[0]["n"]))
-    lines = [f"| data (float32, N = 2^{n_log2}) | treduce.sum error (ulps) | torch.sum error (ulps) | "
-             "treduce = fl32(exact) | treduce.mean error (ulps) |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"| data (float32, N = 2^{n_log2}) | treduce.sum error (ulps) | torch.sum error (ulps) | "
+        "treduce = fl32(exact) | treduce.mean error (ulps) |",
+        "|---|---|---|---|---|",
+    ]
     for r in acc:
-        lines.append(f"| {r['data']} | {r['ours_ulps']:+.2f} | {r['torch_ulps']:+.2f} | "
-                     f"{'yes' if r['ours_correct'] else 'NO'} | {r['mean_ulps']:+.2f} |")
+        lines.append(
+            f"| {r['data']} | {r['ours_ulps']:+.2f} | {r['torch_ulps']:+.2f} | "
+            f"{'yes' if r['ours_correct'] else 'NO'} | {r['mean_ulps']:+.2f} |"
+        )
     lines += ["", "| bits identical over | torch.sum (CUDA) | treduce.sum |", "|---|---|---|"]
     yn = {True: "yes", False: "no", None: "—"}
     for r in rep:
@@ -249,9 +290,11 @@ def main() -> None:
     rep = reproducibility()
     md = markdown(acc, rep) + "\n\n" + half_markdown(half)
     (args.out / "accuracy.md").write_text(
-        f"# Accuracy and reproducibility (H200, {torch.cuda.get_device_name()})\n\n{md}\n")
-    (args.out / "accuracy.json").write_text(json.dumps(
-        {"accuracy": acc, "half": half, "reproducibility": rep}, indent=1))
+        f"# Accuracy and reproducibility (H200, {torch.cuda.get_device_name()})\n\n{md}\n"
+    )
+    (args.out / "accuracy.json").write_text(
+        json.dumps({"accuracy": acc, "half": half, "reproducibility": rep}, indent=1)
+    )
     print(md)
 
 

@@ -10,6 +10,7 @@ latency cells and every cell of at most 16 MiB also time CUDA-graph replays
 (do_bench_cudagraph). GB/s counts the bytes read once. Writes
 DIR/results.json, DIR/results.md and DIR/bandwidth.png, DIR/latency.png, and prints the table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,17 +41,18 @@ except ImportError:
 try:
     from tqdm import tqdm
 except ImportError:
+
     def tqdm(it, **_):
         return it
 
 
 @dataclass
 class Case:
-    cls: str        # shape class
-    name: str       # what is reduced
+    cls: str  # shape class
+    name: str  # what is reduced
     shape: tuple
     dtype: torch.dtype
-    op: str         # sum, mean, prod, amax, amin or argmax
+    op: str  # sum, mean, prod, amax, amin or argmax
     dim: tuple | None  # argmax: one dim or None
     layout: str = "contiguous"
     latency: bool = False  # also time CUDA-graph replays
@@ -99,11 +101,26 @@ def grid(quick: bool) -> list[Case]:
         Case("mid dim", "sum f32 (8,65536,4) d1", (8, 65536, 4), F32, "sum", (1,)),
         Case("long rows", "sum f32 (8,131072) d1", (8, 131072), F32, "sum", (1,)),
         Case("long rows", "sum f32 (64,65536) d1", (64, 65536), F32, "sum", (1,)),
-        Case("BN stats", "sum f32 (64,256,56,56) NHWC d(0,2,3)", (64, 256, 56, 56), F32, "sum",
-             (0, 2, 3), "channels_last"),
-        Case("BN stats", "sum f32 (64,256,56,56) NCHW d(0,2,3)", (64, 256, 56, 56), F32, "sum",
-             (0, 2, 3)),
-        Case("strided", "sum f32 (8192,16384)[:, ::2] d1", (8192, 16384), F32, "sum", (1,), "step2"),
+        Case(
+            "BN stats",
+            "sum f32 (64,256,56,56) NHWC d(0,2,3)",
+            (64, 256, 56, 56),
+            F32,
+            "sum",
+            (0, 2, 3),
+            "channels_last",
+        ),
+        Case(
+            "BN stats",
+            "sum f32 (64,256,56,56) NCHW d(0,2,3)",
+            (64, 256, 56, 56),
+            F32,
+            "sum",
+            (0, 2, 3),
+        ),
+        Case(
+            "strided", "sum f32 (8192,16384)[:, ::2] d1", (8192, 16384), F32, "sum", (1,), "step2"
+        ),
         Case("loss", "sum f32 (8192,)", (8192,), F32, "sum", None, latency=True),
         # The rest of the family, on shapes where a sum or amax cell gives the comparison.
         Case("family", "mean f32 2^28", (1 << 28,), F32, "mean", None),
@@ -111,10 +128,12 @@ def grid(quick: bool) -> list[Case]:
         Case("family", "prod f32 (16384,16384) d0", (16384, 16384), F32, "prod", (0,)),
         Case("family", "amin bf16 (8192,8192) d1", (8192, 8192), BF16, "amin", (1,)),
         Case("family", "argmax f32 2^28", (1 << 28,), F32, "argmax", None),
-        Case("family", "argmax bf16 (1,128256) d1", (1, 128256), BF16, "argmax", (1,),
-             latency=True),
-        Case("family", "argmax bf16 (64,128256) d1", (64, 128256), BF16, "argmax", (1,),
-             latency=True),
+        Case(
+            "family", "argmax bf16 (1,128256) d1", (1, 128256), BF16, "argmax", (1,), latency=True
+        ),
+        Case(
+            "family", "argmax bf16 (64,128256) d1", (64, 128256), BF16, "argmax", (1,), latency=True
+        ),
     ]
     for e in (10, 14, 16, 20, 22, 24):
         cases.append(Case("latency", f"sum f32 2^{e}", (1 << e,), F32, "sum", None, latency=True))
@@ -148,8 +167,14 @@ def ours_fn(case: Case):
     return lambda x: op(x, case.dim)
 
 
-CUPY_OPS = {"sum": "sum", "mean": "mean", "prod": "prod", "amax": "max", "amin": "min",
-            "argmax": "argmax"}
+CUPY_OPS = {
+    "sum": "sum",
+    "mean": "mean",
+    "prod": "prod",
+    "amax": "max",
+    "amin": "min",
+    "argmax": "argmax",
+}
 
 
 def cupy_fn(case: Case, x: torch.Tensor):
@@ -223,11 +248,11 @@ def check(case: Case, x: torch.Tensor) -> None:
         # float32 products of K near-1 values drift by up to ~K ulps (torch.prod's too)
         ref = torch_fn(case)(x.double())
         k = x.numel() // ours.numel()
-        assert torch.allclose(ours.double(), ref, rtol=k * 2.0 ** -23, atol=0), case.name
+        assert torch.allclose(ours.double(), ref, rtol=k * 2.0**-23, atol=0), case.name
     else:
         ref = torch_fn(case)(x.double())
         # the result's own rounding too: 16-bit outputs hold 8 (bfloat16) or 11 significant bits
-        u = {torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}.get(ours.dtype, 0.0)
+        u = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11}.get(ours.dtype, 0.0)
         tol = 1e-5 * torch_fn(case)(x.double().abs()) + u * ref.abs() + 1e-6
         assert ((ours.double() - ref).abs() <= tol).all(), case.name
 
@@ -304,39 +329,84 @@ def goal_cells() -> list[tuple[int, Case]]:
                 (2, Case("full", f"{op} {tag} 2^{n.bit_length() - 1}", (n,), dt, op, None)),
                 (2, Case("rows", f"{op} {tag} ({r},{n // r}) d1", (r, n // r), dt, op, (1,))),
                 (2, Case("columns", f"{op} {tag} ({n // r},{r}) d0", (n // r, r), dt, op, (0,))),
-                (2, Case("mid dim", f"{op} {tag} (64,{n // 65536},1024) d1",
-                         (64, n // 65536, 1024), dt, op, (1,))),
+                (
+                    2,
+                    Case(
+                        "mid dim",
+                        f"{op} {tag} (64,{n // 65536},1024) d1",
+                        (64, n // 65536, 1024),
+                        dt,
+                        op,
+                        (1,),
+                    ),
+                ),
             ]
     for dt, tag, op, e in ((F32, "f32", "sum", 4), (BF16, "bf16", "amax", 2)):
         n = (256 << 20) // e  # 256 MB
         for k in (2, 4, 8, 16, 32, 64, 128):
-            cells.append((3, Case("short rows", f"{op} {tag} ({n // k},{k}) d1", (n // k, k), dt,
-                                  op, (1,))))
+            cells.append(
+                (3, Case("short rows", f"{op} {tag} ({n // k},{k}) d1", (n // k, k), dt, op, (1,)))
+            )
     n = (256 << 20) // 4
     for k in (1, 2, 8, 32, 128):
-        cells.append((3, Case("narrow columns", f"sum f32 ({n // k},{k}) d0", (n // k, k), F32,
-                              "sum", (0,))))
+        cells.append(
+            (3, Case("narrow columns", f"sum f32 ({n // k},{k}) d0", (n // k, k), F32, "sum", (0,)))
+        )
     for c in (1, 2, 4, 8, 16):
-        cells.append((3, Case("mid dim", f"sum f32 (64,{n // 64 // c},{c}) d1",
-                              (64, n // 64 // c, c), F32, "sum", (1,))))
-    cells.append((3, Case("BN stats", "sum f32 (64,256,56,56) NHWC d(0,2,3)", (64, 256, 56, 56),
-                          F32, "sum", (0, 2, 3), "channels_last")))
+        cells.append(
+            (
+                3,
+                Case(
+                    "mid dim",
+                    f"sum f32 (64,{n // 64 // c},{c}) d1",
+                    (64, n // 64 // c, c),
+                    F32,
+                    "sum",
+                    (1,),
+                ),
+            )
+        )
+    cells.append(
+        (
+            3,
+            Case(
+                "BN stats",
+                "sum f32 (64,256,56,56) NHWC d(0,2,3)",
+                (64, 256, 56, 56),
+                F32,
+                "sum",
+                (0, 2, 3),
+                "channels_last",
+            ),
+        )
+    )
     n = (256 << 20) // 2
     cells += [
         (3, Case("bf16 amax", "amax bf16 2^27", (n,), BF16, "amax", None)),
         (3, Case("bf16 amax", "amax bf16 (8192,16384) d1", (8192, 16384), BF16, "amax", (1,))),
         (3, Case("bf16 amax", "amax bf16 (16384,8192) d0", (16384, 8192), BF16, "amax", (0,))),
-        (3, Case("bf16 amax", "amax bf16 (64,2048,1024) d1", (64, 2048, 1024), BF16, "amax",
-                 (1,))),
-        (3, Case("bf16 amax", "amax bf16 (64,512,64,64) NHWC d(0,2,3)", (64, 512, 64, 64), BF16,
-                 "amax", (0, 2, 3), "channels_last")),
+        (3, Case("bf16 amax", "amax bf16 (64,2048,1024) d1", (64, 2048, 1024), BF16, "amax", (1,))),
+        (
+            3,
+            Case(
+                "bf16 amax",
+                "amax bf16 (64,512,64,64) NHWC d(0,2,3)",
+                (64, 512, 64, 64),
+                BF16,
+                "amax",
+                (0, 2, 3),
+                "channels_last",
+            ),
+        ),
     ]
     return cells
 
 
 def run_goal_cells() -> list[dict]:
-    return [{"goal": goal, **run_case(case, inductor=False, peers=False)}
-            for goal, case in tqdm(goal_cells(), desc="goals 2-3", file=sys.stderr)]
+    return [
+        {"goal": goal, **run_case(case, inductor=False, peers=False)}
+        for goal, case in tqdm(goal_cells(), desc="goals 2-3", file=sys.stderr)
+    ]
 
 
 def tb_per_s(nbytes: int, us: float) -> float:
@@ -357,22 +427,32 @@ def why_goal(r: dict, tbs: float) -> tuple[str, str]:
     stream = tb_per_s(r["bytes"], r["ceiling_us"])
     pct = r["ceiling_us"] / r["treduce_us"]
     if stream < tbs:
-        return (f"the read-only stream itself reads {stream:.2f} TB/s on these bytes; ours is "
-                f"at {pct:.0%} of it", f"nothing here: {tbs} TB/s is above the stream's rate; "
-                "the per-class gaps to the stream are in bench/NOTES.md")
+        return (
+            f"the read-only stream itself reads {stream:.2f} TB/s on these bytes; ours is "
+            f"at {pct:.0%} of it",
+            f"nothing here: {tbs} TB/s is above the stream's rate; "
+            "the per-class gaps to the stream are in bench/NOTES.md",
+        )
     if pct >= 0.95:
-        return (f"at {pct:.0%} of a stream that reads {stream:.2f} TB/s; {tbs} is "
-                f"{tbs / stream:.1%} of it", "a host whose stream reads faster (runs 39 and 42 "
-                "met more of these), or the last percent of the read")
+        return (
+            f"at {pct:.0%} of a stream that reads {stream:.2f} TB/s; {tbs} is "
+            f"{tbs / stream:.1%} of it",
+            "a host whose stream reads faster (runs 39 and 42 "
+            "met more of these), or the last percent of the read",
+        )
     case, cls = r["case"], r["class"]
     if "bf16" in case and case.startswith("sum"):
-        return (f"at {pct:.0%} of the stream: each bfloat16 value widened to float64 on the XU "
-                "pipe (step 95), and for columns and mid dims the column kernel's last wave",
-                "a cheaper exact widening (the integer-pipe ones measured slower, steps 96-97)")
+        return (
+            f"at {pct:.0%} of the stream: each bfloat16 value widened to float64 on the XU "
+            "pipe (step 95), and for columns and mid dims the column kernel's last wave",
+            "a cheaper exact widening (the integer-pipe ones measured slower, steps 96-97)",
+        )
     if cls in ("columns", "mid dim"):
-        return (f"at {pct:.0%} of the stream: the column kernel's tiles leave its last wave "
-                "partial (step 54's makespan; step 82's fine splits recover part of it)",
-                "a split of the outputs that fills the last wave")
+        return (
+            f"at {pct:.0%} of the stream: the column kernel's tiles leave its last wave "
+            "partial (step 54's makespan; step 82's fine splits recover part of it)",
+            "a split of the outputs that fills the last wave",
+        )
     return f"at {pct:.0%} of the stream", "—"
 
 
@@ -383,21 +463,25 @@ def fmt_goal_cells(rows: list[dict]) -> str:
         if not sel:
             continue
         met = [r for r in sel if tb_per_s(r["bytes"], r["treduce_us"]) >= tbs]
-        lines += [f"### Goal {goal}: ≥ {tbs} TB/s ({len(met)} of {len(sel)} cells)", "",
-                  "| class | case | MB | treduce µs | TB/s | ceiling TB/s | % ceiling | × torch | met "
-                  "| why not | what would close it |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"### Goal {goal}: ≥ {tbs} TB/s ({len(met)} of {len(sel)} cells)",
+            "",
+            "| class | case | MB | treduce µs | TB/s | ceiling TB/s | % ceiling | × torch | met "
+            "| why not | what would close it |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in sel:
             us = r["treduce_us"]
             t = tb_per_s(r["bytes"], us)
             pct = f"{100 * r['ceiling_us'] / us:.0f}%" if r.get("ceiling_us") else "—"
-            ceil = (f"{tb_per_s(r['bytes'], r['ceiling_us']):.2f}" if r.get("ceiling_us")
-                    else "—")
+            ceil = f"{tb_per_s(r['bytes'], r['ceiling_us']):.2f}" if r.get("ceiling_us") else "—"
             xt = f"{r['torch_us'] / us:.2f}" if r.get("torch_us") else "—"
             reason, close = ("", "") if t >= tbs else why_goal(r, tbs)
-            lines.append(f"| {r['class']} | {r['case']} | {r['bytes'] / 1e6:.0f} | {us:.1f} | "
-                         f"{t:.2f} | {ceil} | {pct} | {xt} | "
-                         f"{'yes' if t >= tbs else '**no**'} | {reason} | {close} |")
+            lines.append(
+                f"| {r['class']} | {r['case']} | {r['bytes'] / 1e6:.0f} | {us:.1f} | "
+                f"{t:.2f} | {ceil} | {pct} | {xt} | "
+                f"{'yes' if t >= tbs else '**no**'} | {reason} | {close} |"
+            )
         lines.append("")
     return "\n".join(lines)
 
@@ -412,31 +496,62 @@ def _misaligned(n: int, dtype: torch.dtype, offset: int = 1) -> torch.Tensor:
 def layout_pairs() -> list[tuple]:
     def t(shape):
         return lambda: torch.randn(shape, device="cuda").t()
+
     return [
-        ("transposed (8192,8192).t() d1", t((8192, 8192)),
-         lambda v: v.contiguous(), "sum", (1,)),
-        ("transposed (8192,8192).t() d0", t((8192, 8192)),
-         lambda v: v.contiguous(), "sum", (0,)),
-        ("channels_last (64,256,56,56) d(0,2,3)",
-         lambda: torch.randn(64, 256, 56, 56, device="cuda").contiguous(
-             memory_format=torch.channels_last),
-         lambda v: v.contiguous(), "sum", (0, 2, 3)),
-        ("step 2 (8192,16384)[:, ::2] d1, vs the logical bytes",
-         lambda: torch.randn(8192, 16384, device="cuda")[:, ::2],
-         lambda v: v.contiguous(), "sum", (1,)),
-        ("step 2 (8192,16384)[:, ::2] d1, vs the bytes read",
-         lambda: torch.randn(8192, 16384, device="cuda")[:, ::2],
-         lambda v: torch.randn(8192, 16384, device="cuda"), "sum", (1,)),
+        ("transposed (8192,8192).t() d1", t((8192, 8192)), lambda v: v.contiguous(), "sum", (1,)),
+        ("transposed (8192,8192).t() d0", t((8192, 8192)), lambda v: v.contiguous(), "sum", (0,)),
+        (
+            "channels_last (64,256,56,56) d(0,2,3)",
+            lambda: torch.randn(64, 256, 56, 56, device="cuda").contiguous(
+                memory_format=torch.channels_last
+            ),
+            lambda v: v.contiguous(),
+            "sum",
+            (0, 2, 3),
+        ),
+        (
+            "step 2 (8192,16384)[:, ::2] d1, vs the logical bytes",
+            lambda: torch.randn(8192, 16384, device="cuda")[:, ::2],
+            lambda v: v.contiguous(),
+            "sum",
+            (1,),
+        ),
+        (
+            "step 2 (8192,16384)[:, ::2] d1, vs the bytes read",
+            lambda: torch.randn(8192, 16384, device="cuda")[:, ::2],
+            lambda v: torch.randn(8192, 16384, device="cuda"),
+            "sum",
+            (1,),
+        ),
         # A misaligned view is contiguous, so its reference is a copy (new, aligned storage).
-        ("misaligned x[1:] f32 2^28", lambda: _misaligned(1 << 28, F32),
-         lambda v: v.clone(), "sum", None),
-        ("misaligned rows f32 (16384,16384) d1",
-         lambda: _misaligned(16384 * 16384, F32).view(16384, 16384),
-         lambda v: v.clone(), "sum", (1,)),
-        ("misaligned x[1:] bf16 2^28", lambda: _misaligned(1 << 28, BF16),
-         lambda v: v.clone(), "sum", None),
-        ("misaligned x[1:] bf16 amax 2^28", lambda: _misaligned(1 << 28, BF16),
-         lambda v: v.clone(), "amax", None),
+        (
+            "misaligned x[1:] f32 2^28",
+            lambda: _misaligned(1 << 28, F32),
+            lambda v: v.clone(),
+            "sum",
+            None,
+        ),
+        (
+            "misaligned rows f32 (16384,16384) d1",
+            lambda: _misaligned(16384 * 16384, F32).view(16384, 16384),
+            lambda v: v.clone(),
+            "sum",
+            (1,),
+        ),
+        (
+            "misaligned x[1:] bf16 2^28",
+            lambda: _misaligned(1 << 28, BF16),
+            lambda v: v.clone(),
+            "sum",
+            None,
+        ),
+        (
+            "misaligned x[1:] bf16 amax 2^28",
+            lambda: _misaligned(1 << 28, BF16),
+            lambda v: v.clone(),
+            "amax",
+            None,
+        ),
     ]
 
 
@@ -461,12 +576,17 @@ def run_layouts() -> list[dict]:
 
 
 def fmt_layouts(rows: list[dict]) -> str:
-    lines = ["| view | ours µs | contiguous µs | contiguous / view (goal 7: ≥ 0.90) | "
-             "torch view / contiguous µs |", "|---|---|---|---|---|"]
+    lines = [
+        "| view | ours µs | contiguous µs | contiguous / view (goal 7: ≥ 0.90) | "
+        "torch view / contiguous µs |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['case']} | {r['view_us']:.1f} | {r['contig_us']:.1f} | "
-                     f"{r['contig_us'] / r['view_us']:.2f} | {r['view_torch_us']:.1f} / "
-                     f"{r['contig_torch_us']:.1f} |")
+        lines.append(
+            f"| {r['case']} | {r['view_us']:.1f} | {r['contig_us']:.1f} | "
+            f"{r['contig_us'] / r['view_us']:.2f} | {r['view_torch_us']:.1f} / "
+            f"{r['contig_torch_us']:.1f} |"
+        )
     return "\n".join(lines)
 
 
@@ -475,17 +595,22 @@ def fmt_layouts(rows: list[dict]) -> str:
 # next, so the time per call is the host path (Python wrapper, dispatcher, plan, launch). The
 # call forms are interleaved, each timed once per repetition, so that the host's drift hits them
 # alike; the median over the repetitions.
-HOST_PEERS = {"torch_reduce.sum(x)": "torch.sum(x)", "torch.ops.treduce.sum(x)": "torch.sum(x)",
-              "torch_reduce.amax(x)": "torch.amax(x)"}
+HOST_PEERS = {
+    "torch_reduce.sum(x)": "torch.sum(x)",
+    "torch.ops.treduce.sum(x)": "torch.sum(x)",
+    "torch_reduce.amax(x)": "torch.amax(x)",
+}
 
 
 def host_overhead(n_calls: int = 3000, reps: int = 21) -> dict:
     x = torch.randn(1 << 10, device="cuda")
-    fns = {"torch.sum(x)": lambda: torch.sum(x),
-           "torch_reduce.sum(x)": lambda: torch_reduce.sum(x),
-           "torch.ops.treduce.sum(x)": lambda: torch.ops.treduce.sum(x),
-           "torch.amax(x)": lambda: torch.amax(x),
-           "torch_reduce.amax(x)": lambda: torch_reduce.amax(x)}
+    fns = {
+        "torch.sum(x)": lambda: torch.sum(x),
+        "torch_reduce.sum(x)": lambda: torch_reduce.sum(x),
+        "torch.ops.treduce.sum(x)": lambda: torch.ops.treduce.sum(x),
+        "torch.amax(x)": lambda: torch.amax(x),
+        "torch_reduce.amax(x)": lambda: torch_reduce.amax(x),
+    }
     times = {name: [] for name in fns}
     for fn in fns.values():
         for _ in range(300):
@@ -502,8 +627,10 @@ def host_overhead(n_calls: int = 3000, reps: int = 21) -> dict:
 
 
 def fmt_host(h: dict) -> str:
-    lines = ["| call (2^10 float32, CUDA) | host µs per call (median) | × its torch call |",
-             "|---|---|---|"]
+    lines = [
+        "| call (2^10 float32, CUDA) | host µs per call (median) | × its torch call |",
+        "|---|---|---|",
+    ]
     for k, v in h.items():
         peer = HOST_PEERS.get(k)
         ratio = f"{v / h[peer]:.2f} (of `{peer}`)" if peer in h else "1.00"
@@ -512,20 +639,29 @@ def fmt_host(h: dict) -> str:
 
 
 def fmt_extras(extras: dict) -> str:
-    return (f"## Non-contiguous inputs (goal 7)\n\nThe same reduction of a view and of a "
-            f"contiguous input of the same bytes, in the same run.\n\n"
-            f"{fmt_layouts(extras['layouts'])}\n\n## Host time per call (goal 5)\n\n"
-            f"{fmt_host(extras['host_us'])}\n" +
-            (f"\n## Goals 2 and 3: each class at the size the goal names\n\n"
-             f"Every sum and amax of 1 GiB (goal 2) and the weak classes at 256 MB (goal 3), "
-             f"against torch and the read ceiling in the same run.\n\n"
-             f"{fmt_goal_cells(extras['goal_cells'])}" if extras.get("goal_cells") else ""))
+    return (
+        f"## Non-contiguous inputs (goal 7)\n\nThe same reduction of a view and of a "
+        f"contiguous input of the same bytes, in the same run.\n\n"
+        f"{fmt_layouts(extras['layouts'])}\n\n## Host time per call (goal 5)\n\n"
+        f"{fmt_host(extras['host_us'])}\n"
+        + (
+            f"\n## Goals 2 and 3: each class at the size the goal names\n\n"
+            f"Every sum and amax of 1 GiB (goal 2) and the weak classes at 256 MB (goal 3), "
+            f"against torch and the read ceiling in the same run.\n\n"
+            f"{fmt_goal_cells(extras['goal_cells'])}"
+            if extras.get("goal_cells")
+            else ""
+        )
+    )
 
 
 def fmt_table(rows: list[dict]) -> str:
     peers = ["torch", "inductor", "cub", "plain"]
-    head = ("| class | case | treduce µs | TB/s | % ceiling | " +
-            " | ".join(f"× {p}" for p in peers) + " | graph µs (ours / torch / plain) |")
+    head = (
+        "| class | case | treduce µs | TB/s | % ceiling | "
+        + " | ".join(f"× {p}" for p in peers)
+        + " | graph µs (ours / torch / plain) |"
+    )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         us = r.get("treduce_us")
@@ -536,12 +672,18 @@ def fmt_table(rows: list[dict]) -> str:
         for p in peers:
             t = r.get(f"{p}_us")
             ratios.append(f"{t / us:.2f}" if t and us else "—")
-        graph = (f"{r['treduce_graph_us']:.1f} / {r['torch_graph_us']:.1f}"
-                 if "treduce_graph_us" in r else "")
+        graph = (
+            f"{r['treduce_graph_us']:.1f} / {r['torch_graph_us']:.1f}"
+            if "treduce_graph_us" in r
+            else ""
+        )
         if graph and r.get("plain_graph_us"):
             graph += f" / {r['plain_graph_us']:.1f}"
-        lines.append(f"| {r['class']} | {r['case']} | {us:.1f} | {tbs:.2f} | {pct} | " +
-                     " | ".join(ratios) + f" | {graph} |")
+        lines.append(
+            f"| {r['class']} | {r['case']} | {us:.1f} | {tbs:.2f} | {pct} | "
+            + " | ".join(ratios)
+            + f" | {graph} |"
+        )
     return "\n".join(lines)
 
 
@@ -562,27 +704,42 @@ def summary(rows: list[dict]) -> str:
     least as fast as the best peer (goal 1)."""
     lines = []
     for peer in PEERS:
-        r = [row[f"{peer}_us"] / row["treduce_us"] for row in rows
-             if row.get(f"{peer}_us") and row.get("treduce_us")]
+        r = [
+            row[f"{peer}_us"] / row["treduce_us"]
+            for row in rows
+            if row.get(f"{peer}_us") and row.get("treduce_us")
+        ]
         if r:
-            lines.append(f"- geometric mean × {peer}: {geomean(r):.2f} over {len(r)} cells "
-                         f"(lowest {min(r):.2f})")
+            lines.append(
+                f"- geometric mean × {peer}: {geomean(r):.2f} over {len(r)} cells "
+                f"(lowest {min(r):.2f})"
+            )
     n, total = ahead_of_best(rows)
     lines.append(f"- cells at ≥ 1.00× the best peer: {n} of {total}")
-    plain = [(row["plain_us"] / row["treduce_us"], row["case"]) for row in rows
-             if row.get("plain_us") and row.get("treduce_us")]
+    plain = [
+        (row["plain_us"] / row["treduce_us"], row["case"])
+        for row in rows
+        if row.get("plain_us") and row.get("treduce_us")
+    ]
     if plain:
         slow = [f"{c} ({r:.2f})" for r, c in plain if r < 0.97]
-        lines.append(f"- canonical sums/means against the plain kernels (× plain; issue 4 asks "
-                     f"≥ 0.97): {len(plain) - len(slow)} of {len(plain)} cells meet it" +
-                     (f"; below: {', '.join(slow)}" if slow else ""))
-    graph = [(row["plain_graph_us"] / row["treduce_graph_us"], row["case"]) for row in rows
-             if row.get("plain_graph_us") and row.get("treduce_graph_us")]
+        lines.append(
+            f"- canonical sums/means against the plain kernels (× plain; issue 4 asks "
+            f"≥ 0.97): {len(plain) - len(slow)} of {len(plain)} cells meet it"
+            + (f"; below: {', '.join(slow)}" if slow else "")
+        )
+    graph = [
+        (row["plain_graph_us"] / row["treduce_graph_us"], row["case"])
+        for row in rows
+        if row.get("plain_graph_us") and row.get("treduce_graph_us")
+    ]
     if graph:
         slow = [f"{c} ({r:.2f})" for r, c in graph if r < 0.97]
-        lines.append(f"- the same in a CUDA graph (cells of at most 16 MiB and latency cells, "
-                     f"without host time): {len(graph) - len(slow)} of {len(graph)} cells at "
-                     f"≥ 0.97× plain" + (f"; below: {', '.join(slow)}" if slow else ""))
+        lines.append(
+            f"- the same in a CUDA graph (cells of at most 16 MiB and latency cells, "
+            f"without host time): {len(graph) - len(slow)} of {len(graph)} cells at "
+            f"≥ 0.97× plain" + (f"; below: {', '.join(slow)}" if slow else "")
+        )
     return "\n".join(lines)
 
 
@@ -597,8 +754,10 @@ def _pct(r: dict) -> str:
 
 def _graph(r: dict) -> str:
     if r.get("treduce_graph_us") and r.get("torch_graph_us"):
-        return (f" In a CUDA graph (no host time): ours {r['treduce_graph_us']:.1f} µs, torch "
-                f"{r['torch_graph_us']:.1f}.")
+        return (
+            f" In a CUDA graph (no host time): ours {r['treduce_graph_us']:.1f} µs, torch "
+            f"{r['torch_graph_us']:.1f}."
+        )
     return ""
 
 
@@ -612,63 +771,107 @@ def _tie(r: dict) -> bool:
 
 
 WHY = [
-    (_tie,
-     lambda r: "within 1% of the peer: less than the 1-3% by which cells with unchanged kernels "
-               "move between runs (runs 41-43).",
-     "nothing measurable in one run"),
-    (lambda r: r["class"] in ("latency", "loss") and r["bytes"] <= (1 << 18),
-     lambda r: "a few µs eager: an empty launch takes 3.2-3.4 µs event to event after the flush, "
-               "and do_bench's queue adds 0.5-1.0 µs to every peer's launch (step 125); the "
-               "peers' host paths move between runs." + _graph(r),
-     "host and launch time, not the kernel: a CUDA graph, or the sum fused into its producer"),
-    (lambda r: r["class"] == "latency",
-     lambda r: "the split merge's serial tail after the last leaf (round tree, node store, "
-               "arrival, merge; steps 64, 108) on top of the launch." + _graph(r),
-     "a tail without the global round trip: splits merged in a cluster where they are made"),
-    (_is("amax bf16 (8192,8192) d1", "amin bf16 (8192,8192) d1", "sum f32 (4096,4096) d1"),
-     lambda r: f"ours at {_pct(r)} of our read-stream kernel over the same 64-128 MB; Inductor's "
-               "row kernel reads faster than that stream there (step 49: 18 registers and 90% "
-               "of warps active against 34-48%; step 114: our rows' blocks keep 32 warps per "
-               "SM, Inductor's 64).",
-     "a read faster than our stream kernel at 64-128 MB: more resident warps without spills "
-     "(step 126: 40 registers with spills measured 10-14% slower)"),
-    (_is("sum f32 (64,256,56,56) NCHW d(0,2,3)"),
-     lambda r: "768 blocks at 3 per SM are 1.94 waves, and a third of the stall cycles wait on "
-               "the stage's shared memory (Nsight Compute, \"Issue 3 goals\").",
-     "whole waves: 8 output lanes per block measured 3.7% faster (step 127's harness)"),
-    (lambda r: r["class"] == "short rows" and r["case"].startswith("sum f32"),
-     lambda r: "each element widened to float64 and folded in the canonical order (issue 4), "
-               "against Inductor's float32 additions; rows of 2 also write half their input's "
-               f"bytes. At {_pct(r)} of the read stream.",
-     "nothing cheaper at the same exactness: float32 and integer widenings measured no faster "
-     "(steps 87, 96, 97)"),
-    (lambda r: r["class"] in ("mid dim", "long rows"),
-     lambda r: "8-16 MB cells that are half launch and merge tail: Inductor's eager time on them "
-               "moves 1.3-6x between runs with its host path (run 43 against session 32's "
-               "call)." + _graph(r),
-     "both phases of the interleaved leaves in flight (registers beyond 80, step 127) and a "
-     "merge without the global round trip"),
-    (lambda r: r["case"].startswith("sum f16"),
-     lambda r: f"at {_pct(r)} of the read stream: each 16-bit value is widened to float64 on "
-               "the XU pipe, 63% busy against float32's 36% (Nsight Compute, step 95).",
-     "a cheaper exact widening: on the integer pipes, all values or half, measured slower "
-     "(steps 96, 97); open"),
-    (lambda r: r["class"] in ("columns", "bias grad"),
-     lambda r: f"at {_pct(r)} of the read stream: the column plan's busiest block slot takes "
-               "more rounds than an even share (step 54: columns (16384, 16384) as 768 blocks "
-               "of 5-6 one-round splits, 11 rounds for the busiest slot).",
-     "splits that fill the last wave evenly (step 82's fine splits, for tiles of a wave or "
-     "more)"),
-    (lambda r: r["class"] == "strided",
-     lambda r: "a step of 2 reads every 32-byte sector of the 512 MB, as torch does; ours "
-               "reads them at 0.98x of our contiguous sum of those bytes (goal 7's table).",
-     "the rows' staged fold at the contiguous rows' rate (one block per output, as "
-     "canon_small_kernel does for stride 1)"),
-    (lambda r: r["bytes"] >= (256 << 20),
-     lambda r: f"at {_pct(r)} of the read stream, within a few % of the peer: the staged phases "
-               "wait on L1TEX a third of their cycles, each leaf a chain of 64 dependent double "
-               "additions (steps 57, 59).",
-     "more loads in flight per warp without more registers (step 11f's variant cost them)"),
+    (
+        _tie,
+        lambda r: (
+            "within 1% of the peer: less than the 1-3% by which cells with unchanged kernels "
+            "move between runs (runs 41-43)."
+        ),
+        "nothing measurable in one run",
+    ),
+    (
+        lambda r: r["class"] in ("latency", "loss") and r["bytes"] <= (1 << 18),
+        lambda r: (
+            "a few µs eager: an empty launch takes 3.2-3.4 µs event to event after the flush, "
+            "and do_bench's queue adds 0.5-1.0 µs to every peer's launch (step 125); the "
+            "peers' host paths move between runs." + _graph(r)
+        ),
+        "host and launch time, not the kernel: a CUDA graph, or the sum fused into its producer",
+    ),
+    (
+        lambda r: r["class"] == "latency",
+        lambda r: (
+            "the split merge's serial tail after the last leaf (round tree, node store, "
+            "arrival, merge; steps 64, 108) on top of the launch." + _graph(r)
+        ),
+        "a tail without the global round trip: splits merged in a cluster where they are made",
+    ),
+    (
+        _is("amax bf16 (8192,8192) d1", "amin bf16 (8192,8192) d1", "sum f32 (4096,4096) d1"),
+        lambda r: (
+            f"ours at {_pct(r)} of our read-stream kernel over the same 64-128 MB; Inductor's "
+            "row kernel reads faster than that stream there (step 49: 18 registers and 90% "
+            "of warps active against 34-48%; step 114: our rows' blocks keep 32 warps per "
+            "SM, Inductor's 64)."
+        ),
+        "a read faster than our stream kernel at 64-128 MB: more resident warps without spills "
+        "(step 126: 40 registers with spills measured 10-14% slower)",
+    ),
+    (
+        _is("sum f32 (64,256,56,56) NCHW d(0,2,3)"),
+        lambda r: (
+            "768 blocks at 3 per SM are 1.94 waves, and a third of the stall cycles wait on "
+            'the stage\'s shared memory (Nsight Compute, "Issue 3 goals").'
+        ),
+        "whole waves: 8 output lanes per block measured 3.7% faster (step 127's harness)",
+    ),
+    (
+        lambda r: r["class"] == "short rows" and r["case"].startswith("sum f32"),
+        lambda r: (
+            "each element widened to float64 and folded in the canonical order (issue 4), "
+            "against Inductor's float32 additions; rows of 2 also write half their input's "
+            f"bytes. At {_pct(r)} of the read stream."
+        ),
+        "nothing cheaper at the same exactness: float32 and integer widenings measured no faster "
+        "(steps 87, 96, 97)",
+    ),
+    (
+        lambda r: r["class"] in ("mid dim", "long rows"),
+        lambda r: (
+            "8-16 MB cells that are half launch and merge tail: Inductor's eager time on them "
+            "moves 1.3-6x between runs with its host path (run 43 against session 32's "
+            "call)." + _graph(r)
+        ),
+        "both phases of the interleaved leaves in flight (registers beyond 80, step 127) and a "
+        "merge without the global round trip",
+    ),
+    (
+        lambda r: r["case"].startswith("sum f16"),
+        lambda r: (
+            f"at {_pct(r)} of the read stream: each 16-bit value is widened to float64 on "
+            "the XU pipe, 63% busy against float32's 36% (Nsight Compute, step 95)."
+        ),
+        "a cheaper exact widening: on the integer pipes, all values or half, measured slower "
+        "(steps 96, 97); open",
+    ),
+    (
+        lambda r: r["class"] in ("columns", "bias grad"),
+        lambda r: (
+            f"at {_pct(r)} of the read stream: the column plan's busiest block slot takes "
+            "more rounds than an even share (step 54: columns (16384, 16384) as 768 blocks "
+            "of 5-6 one-round splits, 11 rounds for the busiest slot)."
+        ),
+        "splits that fill the last wave evenly (step 82's fine splits, for tiles of a wave or "
+        "more)",
+    ),
+    (
+        lambda r: r["class"] == "strided",
+        lambda r: (
+            "a step of 2 reads every 32-byte sector of the 512 MB, as torch does; ours "
+            "reads them at 0.98x of our contiguous sum of those bytes (goal 7's table)."
+        ),
+        "the rows' staged fold at the contiguous rows' rate (one block per output, as "
+        "canon_small_kernel does for stride 1)",
+    ),
+    (
+        lambda r: r["bytes"] >= (256 << 20),
+        lambda r: (
+            f"at {_pct(r)} of the read stream, within a few % of the peer: the staged phases "
+            "wait on L1TEX a third of their cycles, each leaf a chain of 64 dependent double "
+            "additions (steps 57, 59)."
+        ),
+        "more loads in flight per warp without more registers (step 11f's variant cost them)",
+    ),
 ]
 
 
@@ -687,9 +890,14 @@ def goals(rows: list[dict], extras: dict) -> str:
     out = ["## Issue 3 goals in this run", ""]
     n, total = ahead_of_best(rows)
     if total:
-        out.append(f"1. Every cell ≥ the best peer: **{n} of {total}**" +
-                   ("." if n == total else "; each other cell is in \"Cells behind the best "
-                    "peer\" below, with its reason."))
+        out.append(
+            f"1. Every cell ≥ the best peer: **{n} of {total}**"
+            + (
+                "."
+                if n == total
+                else '; each other cell is in "Cells behind the best peer" below, with its reason.'
+            )
+        )
     cells = extras.get("goal_cells") or []
     for goal, tbs in GOAL_TBS.items():
         sel = [r for r in cells if r["goal"] == goal]
@@ -698,18 +906,24 @@ def goals(rows: list[dict], extras: dict) -> str:
         met = sum(tb_per_s(r["bytes"], r["treduce_us"]) >= tbs for r in sel)
         stream = [tb_per_s(r["bytes"], r["ceiling_us"]) for r in sel if r.get("ceiling_us")]
         pct = [r["ceiling_us"] / r["treduce_us"] for r in sel if r.get("ceiling_us")]
-        line = f"{goal}. ≥ {tbs} TB/s at {'1 GiB' if goal == 2 else '256 MB'}: **{met} of {len(sel)}**"
+        line = (
+            f"{goal}. ≥ {tbs} TB/s at {'1 GiB' if goal == 2 else '256 MB'}: **{met} of {len(sel)}**"
+        )
         if stream and met < len(sel):
-            line += (f". The read-only stream itself reads {min(stream):.2f}-{max(stream):.2f} "
-                     f"TB/s on these cells in this run; ours {min(pct):.0%}-{max(pct):.0%} of it "
-                     f"(per cell in \"Goals 2 and 3\")")
+            line += (
+                f". The read-only stream itself reads {min(stream):.2f}-{max(stream):.2f} "
+                f"TB/s on these cells in this run; ours {min(pct):.0%}-{max(pct):.0%} of it "
+                f'(per cell in "Goals 2 and 3")'
+            )
             if max(stream) < tbs:
                 line += ", so no kernel we have measured reaches the goal's figure here"
             else:
-                line += (". Below 95% of the stream: the float64 widening of 16-bit sums, "
-                         "partial last waves of the column and mid-dim kernels, rows of 2-4 "
-                         "writing a quarter to half of their input's bytes (bench/NOTES.md, "
-                         "\"Issue 3 goals\")")
+                line += (
+                    ". Below 95% of the stream: the float64 widening of 16-bit sums, "
+                    "partial last waves of the column and mid-dim kernels, rows of 2-4 "
+                    "writing a quarter to half of their input's bytes (bench/NOTES.md, "
+                    '"Issue 3 goals")'
+                )
         out.append(line + ".")
     lr = [by[c] for c in ("sum f32 (8,131072) d1", "sum f32 (64,65536) d1") if c in by]
     if lr:
@@ -718,27 +932,56 @@ def goals(rows: list[dict], extras: dict) -> str:
             x = r["torch_us"] / r["treduce_us"]
             part = f"{r['case']} {x:.2f}× torch ({r['treduce_us']:.1f} µs"
             if x < 2 and r.get("ceiling_us"):
-                part += (f"; 2× needs ≤ {r['torch_us'] / 2:.1f} µs, and the read stream alone "
-                         f"takes {r['ceiling_us']:.1f} µs eager")
+                part += (
+                    f"; 2× needs ≤ {r['torch_us'] / 2:.1f} µs, and the read stream alone "
+                    f"takes {r['ceiling_us']:.1f} µs eager"
+                )
                 if r["ceiling_us"] <= r["torch_us"] / 2:
-                    part += (", so closing it needs the stream's own time: ours spends the "
-                             "rest in the chunks' cluster merge and store (steps 110, 113)")
+                    part += (
+                        ", so closing it needs the stream's own time: ours spends the "
+                        "rest in the chunks' cluster merge and store (steps 110, 113)"
+                    )
             if r.get("treduce_graph_us"):
-                part += (f"; in a CUDA graph {r['treduce_graph_us']:.1f} against torch's "
-                         f"{r['torch_graph_us']:.1f}")
+                part += (
+                    f"; in a CUDA graph {r['treduce_graph_us']:.1f} against torch's "
+                    f"{r['torch_graph_us']:.1f}"
+                )
             parts.append(part + ")")
-        below = any(r.get("ceiling_us") and r["ceiling_us"] > r["torch_us"] / 2
-                    and r["torch_us"] / r["treduce_us"] < 2 for r in lr)
-        gx = [r["torch_graph_us"] / r["treduce_graph_us"] for r in lr
-              if r.get("treduce_graph_us") and r.get("torch_graph_us")]
-        out.append("4. Few long rows ≥ 2× torch: " + "; ".join(parts) + "." + (
-            " Where 2× torch is below the read stream's own eager time, no kernel that reads "
-            "the input closes it" + (f"; in a CUDA graph the rows, split within one launch "
-                                     f"(step 113), run {min(gx):.2f}-{max(gx):.2f}× torch"
-                                     if gx else "") + "." if below else ""))
+        below = any(
+            r.get("ceiling_us")
+            and r["ceiling_us"] > r["torch_us"] / 2
+            and r["torch_us"] / r["treduce_us"] < 2
+            for r in lr
+        )
+        gx = [
+            r["torch_graph_us"] / r["treduce_graph_us"]
+            for r in lr
+            if r.get("treduce_graph_us") and r.get("torch_graph_us")
+        ]
+        out.append(
+            "4. Few long rows ≥ 2× torch: "
+            + "; ".join(parts)
+            + "."
+            + (
+                " Where 2× torch is below the read stream's own eager time, no kernel that reads "
+                "the input closes it"
+                + (
+                    f"; in a CUDA graph the rows, split within one launch "
+                    f"(step 113), run {min(gx):.2f}-{max(gx):.2f}× torch"
+                    if gx
+                    else ""
+                )
+                + "."
+                if below
+                else ""
+            )
+        )
     lat = []
-    for case, eager, graph in (("sum f32 2^16", 7, 3), ("sum f32 2^20", None, 4),
-                               ("sum f32 2^22", 8, None)):
+    for case, eager, graph in (
+        ("sum f32 2^16", 7, 3),
+        ("sum f32 2^20", None, 4),
+        ("sum f32 2^22", 8, None),
+    ):
         r = by.get(case)
         if not r:
             continue
@@ -753,33 +996,47 @@ def goals(rows: list[dict], extras: dict) -> str:
             lat.append(f"{case[8:]} in a CUDA graph {r['treduce_graph_us']:.1f} µs (≤ {graph})")
     host = extras.get("host_us") or {}
     if host.get("torch_reduce.sum(x)") and host.get("torch.sum(x)"):
-        lat.append(f"host time per call {host['torch_reduce.sum(x)'] / host['torch.sum(x)']:.2f}× "
-                   f"torch.sum's (≤ 1)")
+        lat.append(
+            f"host time per call {host['torch_reduce.sum(x)'] / host['torch.sum(x)']:.2f}× "
+            f"torch.sum's (≤ 1)"
+        )
     if lat:
-        out.append("5. Latency: " + "; ".join(lat) + ". Eager: an empty launch is 3.2-3.4 µs of "
-                   "it and do_bench's queue 0.5-1.0 (step 125); in a graph, 2^16's latency "
-                   "kernel spends 1.7 of its µs in the leaf's loads (step 64) and 2^20-2^22 the "
-                   "split merge's serial tail (steps 64, 108). What would close them: a "
-                   "tail without the global round trip.")
+        out.append(
+            "5. Latency: " + "; ".join(lat) + ". Eager: an empty launch is 3.2-3.4 µs of "
+            "it and do_bench's queue 0.5-1.0 (step 125); in a graph, 2^16's latency "
+            "kernel spends 1.7 of its µs in the leaf's loads (step 64) and 2^20-2^22 the "
+            "split merge's serial tail (steps 64, 108). What would close them: a "
+            "tail without the global round trip."
+        )
     timed = [r for r in rows if r.get("torch_us") and r.get("treduce_us")]
     if timed:
         g = geomean([r["torch_us"] / r["treduce_us"] for r in timed])
         # cells where torch already reads at >= 90% of the stream: no kernel can double it
         near = [r for r in timed if r.get("ceiling_us") and r["ceiling_us"] / r["torch_us"] >= 0.9]
         xs = [r["torch_us"] / r["treduce_us"] for r in near]
-        out.append(f"6. Geometric mean ≥ 2× torch: **{g:.2f}×**" + (
-            "." if g >= 2 or not near else f". Torch reads at ≥ 0.9× the read stream on "
-            f"{len(near)} of the {len(timed)} cells (ours {min(xs):.2f}-{max(xs):.2f}× torch "
-            "there), which no kernel can double; the mean rises with the cells of goals 1-3."))
+        out.append(
+            f"6. Geometric mean ≥ 2× torch: **{g:.2f}×**"
+            + (
+                "."
+                if g >= 2 or not near
+                else f". Torch reads at ≥ 0.9× the read stream on "
+                f"{len(near)} of the {len(timed)} cells (ours {min(xs):.2f}-{max(xs):.2f}× torch "
+                "there), which no kernel can double; the mean rises with the cells of goals 1-3."
+            )
+        )
     views = [r for r in extras.get("layouts") or [] if "logical" not in r["case"]]
     if views:
         worst = min(views, key=lambda r: r["contig_us"] / r["view_us"])
         met = sum(r["contig_us"] / r["view_us"] >= 0.9 for r in views)
-        out.append(f"7. Non-contiguous within 10%: {met} of {len(views)} views (the lowest "
-                   f"{worst['contig_us'] / worst['view_us']:.2f}, {worst['case']}; step 2 "
-                   "counted by the bytes it reads).")
-    out.append("8. Over 2^31 elements in one launch: `tests/test_cuda.py::"
-               "test_over_two_to_the_31_elements` (the suite, on the H200).")
+        out.append(
+            f"7. Non-contiguous within 10%: {met} of {len(views)} views (the lowest "
+            f"{worst['contig_us'] / worst['view_us']:.2f}, {worst['case']}; step 2 "
+            "counted by the bytes it reads)."
+        )
+    out.append(
+        "8. Over 2^31 elements in one launch: `tests/test_cuda.py::"
+        "test_over_two_to_the_31_elements` (the suite, on the H200)."
+    )
     return "\n".join(out)
 
 
@@ -797,23 +1054,30 @@ def behind(rows: list[dict]) -> str:
             out.append((t / r["treduce_us"], r, p, t))
     if not out:
         return "## Cells behind the best peer (goal 1)\n\nNone."
-    lines = ["## Cells behind the best peer (goal 1)", "",
-             "Slowest first, each with the measured reason (steps: bench/NOTES.md) and what "
-             "would close it.", "",
-             "| class | case | treduce µs | best peer | peer µs | × best | % ceiling | × plain | "
-             "why | what would close it |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "## Cells behind the best peer (goal 1)",
+        "",
+        "Slowest first, each with the measured reason (steps: bench/NOTES.md) and what "
+        "would close it.",
+        "",
+        "| class | case | treduce µs | best peer | peer µs | × best | % ceiling | × plain | "
+        "why | what would close it |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for ratio, r, p, t in sorted(out, key=lambda e: e[0]):
         plain = f"{r['plain_us'] / r['treduce_us']:.2f}" if r.get("plain_us") else "—"
         reason, close = why(r)
-        lines.append(f"| {r['class']} | {r['case']} | {r['treduce_us']:.1f} | {p} | {t:.1f} | "
-                     f"{ratio:.2f} | {_pct(r)} | {plain} | {reason} | {close} |")
+        lines.append(
+            f"| {r['class']} | {r['case']} | {r['treduce_us']:.1f} | {p} | {t:.1f} | "
+            f"{ratio:.2f} | {_pct(r)} | {plain} | {reason} | {close} |"
+        )
     return "\n".join(lines)
 
 
 def plots(rows: list[dict], out: Path) -> None:
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -822,10 +1086,10 @@ def plots(rows: list[dict], out: Path) -> None:
     fig, ax = plt.subplots(figsize=(12, 0.32 * len(big) + 1.5))
     names = [r["case"] for r in big]
     ys = range(len(big))
-    for k, (impl, color) in enumerate([("treduce", "C0"), ("torch", "C1"), ("inductor", "C2"),
-                                       ("cub", "C3")]):
-        vals = [tb_per_s(r["bytes"], r[f"{impl}_us"]) if r.get(f"{impl}_us") else 0
-                for r in big]
+    for k, (impl, color) in enumerate(
+        [("treduce", "C0"), ("torch", "C1"), ("inductor", "C2"), ("cub", "C3")]
+    ):
+        vals = [tb_per_s(r["bytes"], r[f"{impl}_us"]) if r.get(f"{impl}_us") else 0 for r in big]
         ax.barh([y + 0.2 * k for y in ys], vals, height=0.2, label=impl, color=color)
     ceil = [tb_per_s(r["bytes"], r["ceiling_us"]) if r.get("ceiling_us") else 0 for r in big]
     ax.scatter(ceil, [y + 0.3 for y in ys], marker="|", color="k", s=200, label="read ceiling")
@@ -842,9 +1106,13 @@ def plots(rows: list[dict], out: Path) -> None:
     if lat:
         fig, ax = plt.subplots(figsize=(6, 4))
         n = [r["bytes"] // 4 for r in lat]
-        for key, label in [("treduce_us", "treduce eager"), ("torch_us", "torch eager"),
-                           ("treduce_graph_us", "treduce graph"), ("torch_graph_us", "torch graph"),
-                           ("cub_us", "CUB")]:
+        for key, label in [
+            ("treduce_us", "treduce eager"),
+            ("torch_us", "torch eager"),
+            ("treduce_graph_us", "treduce graph"),
+            ("torch_graph_us", "torch graph"),
+            ("cub_us", "CUB"),
+        ]:
             vals = [r.get(key) for r in lat]
             if any(v is not None for v in vals):
                 ax.plot(n, vals, marker="o", label=label)
@@ -864,13 +1132,24 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="skip cells over 2^28 elements")
     ap.add_argument("--no-inductor", action="store_true")
     ap.add_argument("--only", default="", help="run cells whose name contains this")
-    ap.add_argument("--no-extras", action="store_true",
-                    help="skip the layout pairs (goal 7) and the host-overhead loop (goal 5)")
-    ap.add_argument("--extras-only", action="store_true",
-                    help="only the layout pairs and the host loop (extras.md, extras.json)")
-    ap.add_argument("--render", type=Path, default=None, metavar="RESULTS_JSON",
-                    help="rewrite results.md and the plots in --out from a results.json; runs "
-                         "nothing (no GPU needed)")
+    ap.add_argument(
+        "--no-extras",
+        action="store_true",
+        help="skip the layout pairs (goal 7) and the host-overhead loop (goal 5)",
+    )
+    ap.add_argument(
+        "--extras-only",
+        action="store_true",
+        help="only the layout pairs and the host loop (extras.md, extras.json)",
+    )
+    ap.add_argument(
+        "--render",
+        type=Path,
+        default=None,
+        metavar="RESULTS_JSON",
+        help="rewrite results.md and the plots in --out from a results.json; runs "
+        "nothing (no GPU needed)",
+    )
     args = ap.parse_args()
     if args.render is not None:
         data = json.loads(args.render.read_text())
@@ -881,8 +1160,11 @@ def main() -> None:
         return
     if args.extras_only:
         args.out.mkdir(parents=True, exist_ok=True)
-        extras = {"layouts": run_layouts(), "host_us": host_overhead(),
-                  "goal_cells": run_goal_cells()}
+        extras = {
+            "layouts": run_layouts(),
+            "host_us": host_overhead(),
+            "goal_cells": run_goal_cells(),
+        }
         (args.out / "extras.json").write_text(json.dumps(extras, indent=1))
         text = fmt_extras(extras)
         (args.out / "extras.md").write_text(text)
@@ -900,8 +1182,11 @@ def main() -> None:
     for case in tqdm(cases, desc="bench", file=sys.stderr):
         rows.append(run_case(case, inductor=not args.no_inductor))
         (args.out / "results.json").write_text(json.dumps(rows, indent=1))
-    meta = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
-            "cupy": getattr(cupy, "__version__", None)}
+    meta = {
+        "gpu": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "cupy": getattr(cupy, "__version__", None),
+    }
     extras = {}
     (args.out / "results.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     write_markdown(meta, rows, args.out, extras)
@@ -913,11 +1198,13 @@ def main() -> None:
             extras["goal_cells"] = run_goal_cells()
         except Exception:  # the grid's results are written already
             import traceback
+
             traceback.print_exc()
             extras = {}
     if extras:
         (args.out / "results.json").write_text(
-            json.dumps({"meta": meta, "rows": rows, **extras}, indent=1))
+            json.dumps({"meta": meta, "rows": rows, **extras}, indent=1)
+        )
         write_markdown(meta, rows, args.out, extras)
     print(fmt_table(rows))
     print(summary(rows))
@@ -926,9 +1213,11 @@ def main() -> None:
 
 
 def write_markdown(meta: dict, rows: list[dict], out: Path, extras: dict) -> None:
-    text = (f"# Bench results\n\n{meta}\n\nRatios are peer time / treduce time (> 1: treduce "
-            f"faster). % ceiling: the read-only stream kernel's time over ours.\n\n"
-            f"{fmt_table(rows)}\n\n{summary(rows)}\n")
+    text = (
+        f"# Bench results\n\n{meta}\n\nRatios are peer time / treduce time (> 1: treduce "
+        f"faster). % ceiling: the read-only stream kernel's time over ours.\n\n"
+        f"{fmt_table(rows)}\n\n{summary(rows)}\n"
+    )
     if extras:
         text += "\n" + fmt_extras(extras)
     text += "\n" + goals(rows, extras or {}) + "\n\n" + behind(rows) + "\n"

@@ -1,6 +1,7 @@
 """The main job: check treduce against torch on a few tensors, run one drop-in loss-aggregation
 training step, train a small MLP under torch_reduce.override() next to plain torch, and print a
 small speed table (on the GPU when there is one, else on the CPU)."""
+
 import time
 
 import torch
@@ -13,15 +14,32 @@ def check(device: str) -> None:
     print(f"== correctness on {device}")
     cases = [
         ("sum rows", torch.randn(513, 1001, device=device), lambda f, x: f.sum(x, 1)),
-        ("sum cols (transposed)", torch.randn(700, 300, device=device).t(), lambda f, x: f.sum(x, 0)),
-        ("sum NHWC over (0,2,3)", torch.randn(8, 32, 14, 14, device=device)
-         .contiguous(memory_format=torch.channels_last), lambda f, x: f.sum(x, (0, 2, 3))),
-        ("sum bf16 -> f32", torch.randn(4096, 64, device=device).bfloat16(),
-         lambda f, x: f.sum(x, 0, dtype=torch.float32)),
-        ("sum int8 (-> int64)", torch.randint(-100, 100, (10_000,), device=device, dtype=torch.int8),
-         lambda f, x: f.sum(x)),
+        (
+            "sum cols (transposed)",
+            torch.randn(700, 300, device=device).t(),
+            lambda f, x: f.sum(x, 0),
+        ),
+        (
+            "sum NHWC over (0,2,3)",
+            torch.randn(8, 32, 14, 14, device=device).contiguous(memory_format=torch.channels_last),
+            lambda f, x: f.sum(x, (0, 2, 3)),
+        ),
+        (
+            "sum bf16 -> f32",
+            torch.randn(4096, 64, device=device).bfloat16(),
+            lambda f, x: f.sum(x, 0, dtype=torch.float32),
+        ),
+        (
+            "sum int8 (-> int64)",
+            torch.randint(-100, 100, (10_000,), device=device, dtype=torch.int8),
+            lambda f, x: f.sum(x),
+        ),
         ("amax full", torch.randn(1 << 20, device=device), lambda f, x: f.amax(x)),
-        ("amax rows bf16", torch.randn(256, 4096, device=device).bfloat16(), lambda f, x: f.amax(x, 1)),
+        (
+            "amax rows bf16",
+            torch.randn(256, 4096, device=device).bfloat16(),
+            lambda f, x: f.amax(x, 1),
+        ),
     ]
     for name, x, fn in cases:
         ours, theirs = fn(torch_reduce, x), fn(torch, x)
@@ -29,8 +47,10 @@ def check(device: str) -> None:
         err = (ours.double() - theirs.double()).abs().max().item()
         scale = theirs.double().abs().max().item() or 1.0
         ok = err <= 1e-5 * scale if ours.dtype.is_floating_point else err == 0
-        print(f"  {name:26s} {str(tuple(ours.shape)):14s} {str(ours.dtype):15s} "
-              f"max|diff| {err:.2e}  {'ok' if ok else 'MISMATCH'}")
+        print(
+            f"  {name:26s} {str(tuple(ours.shape)):14s} {str(ours.dtype):15s} "
+            f"max|diff| {err:.2e}  {'ok' if ok else 'MISMATCH'}"
+        )
         assert ok, name
 
 
@@ -82,9 +102,21 @@ def speed(device: str) -> None:
     print(f"== speed on {device} (median of 15 calls; GB/s counts the bytes read)")
     cases = [
         ("full sum f32", torch.randn(big, device=device), lambda f, x: f.sum(x)),
-        ("rows sum f32 dim 1", torch.randn(big // 4096, 4096, device=device), lambda f, x: f.sum(x, 1)),
-        ("cols sum f32 dim 0", torch.randn(big // 4096, 4096, device=device), lambda f, x: f.sum(x, 0)),
-        ("short rows (N,8) dim 1", torch.randn(big // 8, 8, device=device), lambda f, x: f.sum(x, 1)),
+        (
+            "rows sum f32 dim 1",
+            torch.randn(big // 4096, 4096, device=device),
+            lambda f, x: f.sum(x, 1),
+        ),
+        (
+            "cols sum f32 dim 0",
+            torch.randn(big // 4096, 4096, device=device),
+            lambda f, x: f.sum(x, 0),
+        ),
+        (
+            "short rows (N,8) dim 1",
+            torch.randn(big // 8, 8, device=device),
+            lambda f, x: f.sum(x, 1),
+        ),
         ("amax bf16 full", torch.randn(big, device=device).bfloat16(), lambda f, x: f.amax(x)),
     ]
     print(f"  {'case':26s} {'treduce µs':>11s} {'torch µs':>9s} {'GB/s':>7s} {'× torch':>8s}")
@@ -92,7 +124,9 @@ def speed(device: str) -> None:
         ours = timeit(lambda: fn(torch_reduce, x), device)
         theirs = timeit(lambda: fn(torch, x), device)
         gbs = x.numel() * x.element_size() / ours / 1e9
-        print(f"  {name:26s} {ours * 1e6:11.1f} {theirs * 1e6:9.1f} {gbs:7.1f} {theirs / ours:8.2f}")
+        print(
+            f"  {name:26s} {ours * 1e6:11.1f} {theirs * 1e6:9.1f} {gbs:7.1f} {theirs / ours:8.2f}"
+        )
 
 
 def main() -> None:

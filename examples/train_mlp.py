@@ -1,6 +1,7 @@
 """Train a small MLP twice from the same start: once with plain torch, once inside
 `torch_reduce.override()`, which routes torch.sum/mean/amax/... to treduce. The loss curves agree
 to within rounding, and the mode reports what it routed."""
+
 import torch
 
 import torch_reduce
@@ -42,8 +43,10 @@ def main(steps: int = 50, device: str | None = None) -> float:
     print(f"== MLP training, {steps} steps on {device}: torch vs torch_reduce.override()")
     for i in list(range(0, steps, max(1, steps // 5))) + [steps - 1]:
         print(f"  step {i:3d}  torch {plain[i]:.6f}  override {routed[i]:.6f}")
-    print(f"  largest relative difference {worst:.2e}; routed {dict(mode.routed)}, "
-          f"fell back {dict(mode.fallback)}")
+    print(
+        f"  largest relative difference {worst:.2e}; routed {dict(mode.routed)}, "
+        f"fell back {dict(mode.fallback)}"
+    )
     assert worst < 1e-4, "loss curves differ"
     assert mode.routed["sum"] > 0  # mean routes too where treduce has a mean kernel
     return worst

@@ -8,6 +8,7 @@ columns (16-byte and scalar, split or not, staged, interleaved mid dims), NCHW a
 statistics, strided views (transposed, step slices, expanded, misaligned starts), and the forced
 configurations of TREDUCE_CANON_LAUNCH that the planner otherwise picks only for large shapes.
 """
+
 import argparse
 import os
 import sys
@@ -16,30 +17,78 @@ import torch
 
 import torch_reduce
 
-KERNEL_FAMILIES = ["canon_kernel", "canon_small_kernel", "canon_small_loop_kernel",
-                   "pair_rows_kernel", "packed_rows_kernel", "rows_kernel", "cols_kernel"]
+KERNEL_FAMILIES = [
+    "canon_kernel",
+    "canon_small_kernel",
+    "canon_small_loop_kernel",
+    "pair_rows_kernel",
+    "packed_rows_kernel",
+    "rows_kernel",
+    "cols_kernel",
+]
 
 # (shape, dims, view): view is "" (contiguous), "t" (transposed), "s" (step 2 on the last dim),
 # "m" (one element past the start), "e" (dim 0 expanded), "cl" (channels_last)
 CASES = [
-    ((1000,), None, ""), ((1 << 12,), None, ""), (((1 << 16) + 3,), None, ""), ((1 << 20,), None, ""),
-    ((1 << 22,), None, ""), (((1 << 20) + 1,), None, "m"), ((1 << 25,), None, ""),
-    ((4096, 2), [1], ""), ((4096, 4), [1], ""), ((2048, 8), [1], ""), ((1024, 16), [1], ""),
-    ((512, 32), [1], ""), ((256, 64), [1], ""), ((256, 100), [1], ""), ((128, 128), [1], ""),
-    ((64, 1000), [1], ""), ((16, 16384), [1], ""), ((3, 1 << 18), [1], ""),
-    ((8, 1 << 17), [1], ""), ((64, 4097), [1], "m"), ((256, 300), [1], "s"),
-    ((4096, 64), [0], ""), ((1 << 16, 17), [0], ""), ((1000, 1000), [0], ""),
-    ((1 << 16, 2), [0], ""), ((1 << 16, 4), [0], ""), ((64, 4096), [0], ""),
-    ((64, 512, 8), [1], ""), ((8, 65536, 4), [1], ""), ((256, 64, 3), [1], ""),
-    ((8, 64, 7, 7), [0, 2, 3], ""), ((4, 32, 28, 28), [0, 2, 3], ""), ((4, 3, 10, 10), [0, 2, 3], ""),
-    ((4, 64, 14, 14), [0, 2, 3], "m"), ((8, 64, 14, 14), [0, 2, 3], "cl"),
-    ((512, 300), [1], "t"), ((300, 256), [0], "e"), ((16, 8, 33), [0, 2], "t"),
+    ((1000,), None, ""),
+    ((1 << 12,), None, ""),
+    (((1 << 16) + 3,), None, ""),
+    ((1 << 20,), None, ""),
+    ((1 << 22,), None, ""),
+    (((1 << 20) + 1,), None, "m"),
+    ((1 << 25,), None, ""),
+    ((4096, 2), [1], ""),
+    ((4096, 4), [1], ""),
+    ((2048, 8), [1], ""),
+    ((1024, 16), [1], ""),
+    ((512, 32), [1], ""),
+    ((256, 64), [1], ""),
+    ((256, 100), [1], ""),
+    ((128, 128), [1], ""),
+    ((64, 1000), [1], ""),
+    ((16, 16384), [1], ""),
+    ((3, 1 << 18), [1], ""),
+    ((8, 1 << 17), [1], ""),
+    ((64, 4097), [1], "m"),
+    ((256, 300), [1], "s"),
+    ((4096, 64), [0], ""),
+    ((1 << 16, 17), [0], ""),
+    ((1000, 1000), [0], ""),
+    ((1 << 16, 2), [0], ""),
+    ((1 << 16, 4), [0], ""),
+    ((64, 4096), [0], ""),
+    ((64, 512, 8), [1], ""),
+    ((8, 65536, 4), [1], ""),
+    ((256, 64, 3), [1], ""),
+    ((8, 64, 7, 7), [0, 2, 3], ""),
+    ((4, 32, 28, 28), [0, 2, 3], ""),
+    ((4, 3, 10, 10), [0, 2, 3], ""),
+    ((4, 64, 14, 14), [0, 2, 3], "m"),
+    ((8, 64, 14, 14), [0, 2, 3], "cl"),
+    ((512, 300), [1], "t"),
+    ((300, 256), [0], "e"),
+    ((16, 8, 33), [0, 2], "t"),
 ]
 FLOATS = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
 # Forced configurations (TREDUCE_CANON_LAUNCH) for the canonical kernels.
-FORCED = ["", "plain", "lat=1", "lat=0", "small=1", "small=0", "per=2", "splits=4", "y=32",
-          "rounds=2", "small=1,threads=64", "small=1,loop=4", "small=1,cluster=1",
-          "small=1,cluster=0", "whole=1", "whole=0"]
+FORCED = [
+    "",
+    "plain",
+    "lat=1",
+    "lat=0",
+    "small=1",
+    "small=0",
+    "per=2",
+    "splits=4",
+    "y=32",
+    "rounds=2",
+    "small=1,threads=64",
+    "small=1,loop=4",
+    "small=1,cluster=1",
+    "small=1,cluster=0",
+    "whole=1",
+    "whole=0",
+]
 
 
 def make(shape, view, dtype):
@@ -80,8 +129,11 @@ def run_all(big: bool) -> int:
             x = make(shape, view, dtype)
             for spec in FORCED if n <= 1 << 22 else [""]:
                 os.environ["TREDUCE_CANON_LAUNCH"] = spec
-                for fn in (lambda: torch_reduce.sum(x, dims), lambda: torch_reduce.mean(x, dims),
-                           lambda: torch_reduce.prod(1 + x / 64, dims)):
+                for fn in (
+                    lambda: torch_reduce.sum(x, dims),
+                    lambda: torch_reduce.mean(x, dims),
+                    lambda: torch_reduce.prod(1 + x / 64, dims),
+                ):
                     try:
                         fn()
                         calls += 1
@@ -89,9 +141,13 @@ def run_all(big: bool) -> int:
                         if "TREDUCE_CANON_LAUNCH" not in str(e) and "canonical" not in str(e):
                             raise
             os.environ["TREDUCE_CANON_LAUNCH"] = ""
-            for fn in (lambda: torch_reduce.amax(x, dims), lambda: torch_reduce.amin(x, dims),
-                       lambda: torch_reduce.argmax(x, d1), lambda: torch_reduce.argmin(x, d1),
-                       lambda: torch_reduce.sum(x, dims, dtype=torch.float64)):
+            for fn in (
+                lambda: torch_reduce.amax(x, dims),
+                lambda: torch_reduce.amin(x, dims),
+                lambda: torch_reduce.argmax(x, d1),
+                lambda: torch_reduce.argmin(x, d1),
+                lambda: torch_reduce.sum(x, dims, dtype=torch.float64),
+            ):
                 fn()
                 calls += 1
         for dtype in (torch.int32, torch.uint8, torch.int64, torch.bool, torch.float8_e4m3fn):
@@ -102,10 +158,14 @@ def run_all(big: bool) -> int:
                 x = x.to(dtype)
                 ops = [lambda: torch_reduce.sum(x, dims), lambda: torch_reduce.amax(x, dims)]
             else:
-                ops = [lambda: torch_reduce.sum(x, dims), lambda: torch_reduce.prod(x, dims),
-                       lambda: torch_reduce.amax(x, dims), lambda: torch_reduce.bitwise_and(x, dims),
-                       lambda: torch_reduce.bitwise_or(x, dims),
-                       lambda: torch_reduce.bitwise_xor(x, dims)]
+                ops = [
+                    lambda: torch_reduce.sum(x, dims),
+                    lambda: torch_reduce.prod(x, dims),
+                    lambda: torch_reduce.amax(x, dims),
+                    lambda: torch_reduce.bitwise_and(x, dims),
+                    lambda: torch_reduce.bitwise_or(x, dims),
+                    lambda: torch_reduce.bitwise_xor(x, dims),
+                ]
                 if dtype != torch.bool:
                     ops.append(lambda: torch_reduce.argmin(x, d1))
             for fn in ops:
@@ -127,8 +187,11 @@ def run_all(big: bool) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--kernels", action="store_true",
-                    help="profile, list the kernel families launched, fail on a missing one")
+    ap.add_argument(
+        "--kernels",
+        action="store_true",
+        help="profile, list the kernel families launched, fail on a missing one",
+    )
     ap.add_argument("--big", action="store_true", help="include the 2^25-element cases")
     args = ap.parse_args()
     if not args.kernels:
@@ -137,6 +200,7 @@ def main() -> int:
         print(f"sanitize_cover: {calls} calls done")
         return 0
     from torch.profiler import ProfilerActivity, profile
+
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         calls = run_all(args.big)
         torch.cuda.synchronize()

@@ -4,6 +4,7 @@ Every result our ops return is first filled with NaN (or an unlikely integer) by
 (TREDUCE_POISON=1, set here before the extension loads), so an output element that a kernel
 never writes fails the comparison.
 """
+
 import os
 
 os.environ.setdefault("TREDUCE_POISON", "1")
@@ -20,8 +21,15 @@ FLOAT_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 INT_DTYPES = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
 ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES + [torch.bool]
 
-LAYOUTS = ["contiguous", "transposed", "permuted", "sliced", "expanded", "channels_last",
-           "misaligned"]
+LAYOUTS = [
+    "contiguous",
+    "transposed",
+    "permuted",
+    "sliced",
+    "expanded",
+    "channels_last",
+    "misaligned",
+]
 # LAYOUTS plus views whose elements share memory (as_strided windows), which only reads accept.
 ALL_LAYOUTS = LAYOUTS + ["overlapping"]
 
@@ -39,8 +47,20 @@ def pytest_collection_modifyitems(config, items):
 
 
 # Shapes: 0-d, size 1, odd and prime sizes, powers of two, several dims.
-SHAPES = [(), (1,), (7,), (1024,), (1, 1), (13, 17), (64, 33), (3, 1, 5), (257, 129),
-          (2, 3, 5, 7), (8, 4, 3, 16), (5, 6, 1, 9)]
+SHAPES = [
+    (),
+    (1,),
+    (7,),
+    (1024,),
+    (1, 1),
+    (13, 17),
+    (64, 33),
+    (3, 1, 5),
+    (257, 129),
+    (2, 3, 5, 7),
+    (8, 4, 3, 16),
+    (5, 6, 1, 9),
+]
 
 
 def dims_for(shape):
@@ -102,7 +122,9 @@ def make_input(shape, dtype, device, layout="contiguous"):
         return base.expand(shape)
     if layout == "channels_last":
         if nd != 4:
-            return random_values(shape, dtype, device).transpose(0, -1).contiguous().transpose(0, -1)
+            return (
+                random_values(shape, dtype, device).transpose(0, -1).contiguous().transpose(0, -1)
+            )
         return random_values(shape, dtype, device).contiguous(memory_format=torch.channels_last)
     if layout == "overlapping":  # each dim's stride half the contiguous one: windows overlap
         strides, step = [], 1
@@ -142,8 +164,9 @@ def assert_sum_close(out, ref, absref, msg=""):
         err = (out.double() - ref).abs()
         tol = OUT_RTOL[out.dtype] * ref.abs() + ACC_RTOL[out.dtype] * absref + 1e-30
         bad = err > tol
-        assert not bad.any(), (f"{msg}: max err {err.max().item():.3e}, "
-                               f"worst excess {(err - tol).max().item():.3e}")
+        assert not bad.any(), (
+            f"{msg}: max err {err.max().item():.3e}, worst excess {(err - tol).max().item():.3e}"
+        )
     else:
         expect = ref.to(out.dtype)
         assert torch.equal(out, expect), f"{msg}: integer result differs"
@@ -151,8 +174,9 @@ def assert_sum_close(out, ref, absref, msg=""):
 
 def assert_same_bits(out, ref, msg=""):
     """Exact equality, NaN == NaN, and the same dtype and shape."""
-    assert out.dtype == ref.dtype and out.shape == ref.shape, \
+    assert out.dtype == ref.dtype and out.shape == ref.shape, (
         f"{msg}: got {out.dtype}{tuple(out.shape)}, want {ref.dtype}{tuple(ref.shape)}"
+    )
     if out.dtype.is_floating_point:
         same = (out == ref) | (torch.isnan(out) & torch.isnan(ref))
         assert bool(same.all()), f"{msg}: values differ"

@@ -6,6 +6,7 @@ comparison needs, or the exception type torch raises; float8 inputs (which torch
 are taken through float32 and bitwise reductions (which torch lacks) through numpy, as the README
 defines them.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,8 +19,18 @@ from conftest import ALL_DTYPES, FP8_DTYPES, OUT_RTOL
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-OPS = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "bitwise_and", "bitwise_or",
-       "bitwise_xor"]
+OPS = [
+    "sum",
+    "mean",
+    "prod",
+    "amax",
+    "amin",
+    "argmax",
+    "argmin",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+]
 TAKES_DTYPE = ("sum", "mean", "prod")
 TAKES_FP8 = ("sum", "mean", "amax", "amin")
 INT_OUT = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool)
@@ -30,17 +41,63 @@ PROFILE = os.environ.get("TREDUCE_FUZZ", "ci")
 EXAMPLES = int(os.environ.get("TREDUCE_FUZZ_EXAMPLES", {"ci": 200, "soak": 20000}[PROFILE]))
 
 FUZZ_SETTINGS = settings(
-    max_examples=EXAMPLES, deadline=None, database=None, print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                           HealthCheck.filter_too_much])
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
 
 # Sizes: 0, 1, odd, primes, powers of two and their neighbours; small ones most often.
-SIZES = [0, 1, 1, 2, 2, 3, 3, 4, 5, 7, 8, 9, 13, 16, 17, 31, 32, 33, 64, 65, 100, 127, 128,
-         129, 255, 256, 257, 1000, 1025, 4096, 4099]
-SMALL_LIMIT = 1 << 14   # elements in most draws
-BIG_LIMIT = 1 << 20     # elements in a few (long reductions: the split and chunked kernels)
-LAYOUTS = ["contiguous", "permuted", "sliced", "expanded", "channels_last", "offset",
-           "overlapping", "mixed"]
+SIZES = [
+    0,
+    1,
+    1,
+    2,
+    2,
+    3,
+    3,
+    4,
+    5,
+    7,
+    8,
+    9,
+    13,
+    16,
+    17,
+    31,
+    32,
+    33,
+    64,
+    65,
+    100,
+    127,
+    128,
+    129,
+    255,
+    256,
+    257,
+    1000,
+    1025,
+    4096,
+    4099,
+]
+SMALL_LIMIT = 1 << 14  # elements in most draws
+BIG_LIMIT = 1 << 20  # elements in a few (long reductions: the split and chunked kernels)
+LAYOUTS = [
+    "contiguous",
+    "permuted",
+    "sliced",
+    "expanded",
+    "channels_last",
+    "offset",
+    "overlapping",
+    "mixed",
+]
 
 
 @dataclass
@@ -53,9 +110,11 @@ class Call:
     note: str
 
     def __repr__(self) -> str:
-        return (f"Call({self.op}, {self.x.dtype} shape={tuple(self.x.shape)} "
-                f"stride={self.x.stride()} offset={self.x.storage_offset()}, dim={self.dim}, "
-                f"keepdim={self.keepdim}, dtype={self.dtype}, {self.note})")
+        return (
+            f"Call({self.op}, {self.x.dtype} shape={tuple(self.x.shape)} "
+            f"stride={self.x.stride()} offset={self.x.storage_offset()}, dim={self.dim}, "
+            f"keepdim={self.keepdim}, dtype={self.dtype}, {self.note})"
+        )
 
 
 def _numel(shape) -> int:
@@ -89,8 +148,13 @@ def _values(n: int, dtype: torch.dtype, op: str, mode: int, gen: torch.Generator
                 v = torch.where(v == 0, 1.0, v / 2)
         if mode == 2 and n:
             pick = torch.rand(n, generator=gen)
-            for lo, val in ((0.00, float("nan")), (0.02, float("inf")), (0.04, -float("inf")),
-                            (0.06, 0.0), (0.08, -0.0)):
+            for lo, val in (
+                (0.00, float("nan")),
+                (0.02, float("inf")),
+                (0.04, -float("inf")),
+                (0.06, 0.0),
+                (0.08, -0.0),
+            ):
                 v = torch.where((pick >= lo) & (pick < lo + 0.02), torch.tensor(val), v)
         return v.to(dtype)
     if dtype == torch.bool:
@@ -112,8 +176,9 @@ def _steps(draw, shape):
     six dims would make a base 729x the view, gigabytes for the larger draws)."""
     steps = [draw(st.integers(1, 3)) for _ in shape]
     view = _numel([max(s, 1) for s in shape])
-    while max(steps, default=1) > 1 and \
-            _numel([max(s, 1) * t for s, t in zip(shape, steps)]) > 8 * max(view, 1024):
+    while max(steps, default=1) > 1 and _numel(
+        [max(s, 1) * t for s, t in zip(shape, steps)]
+    ) > 8 * max(view, 1024):
         steps[steps.index(max(steps))] = 1
     return steps
 
@@ -174,8 +239,14 @@ def dims_arg(draw, nd: int, single: bool):
     lo, hi = -max(nd, 1) - 1, max(nd, 1)
     if single:
         return draw(st.one_of(st.none(), st.integers(lo, hi)))
-    return draw(st.one_of(st.none(), st.just([]), st.integers(lo, hi),
-                          st.lists(st.integers(lo, hi), min_size=1, max_size=nd + 1)))
+    return draw(
+        st.one_of(
+            st.none(),
+            st.just([]),
+            st.integers(lo, hi),
+            st.lists(st.integers(lo, hi), min_size=1, max_size=nd + 1),
+        )
+    )
 
 
 @st.composite
@@ -206,6 +277,7 @@ def same_layout(x: torch.Tensor, device: str) -> torch.Tensor:
 # ----------------------------------------------------------------------------------------------
 # What torch says
 
+
 def _dims(call: Call) -> list[int] | None:
     if call.dim is None:
         return None
@@ -226,8 +298,9 @@ def scaled_prod(v: torch.Tensor, red: list[int]) -> torch.Tensor:
     underflow), in float64, kept dims in order. The finite product multiplies frexp mantissas
     pairwise, renormalising each level, and sums the exponents exactly."""
     keep = [i for i in range(v.dim()) if i not in red]
-    m = v.permute(keep + red).reshape(math.prod(v.shape[i] for i in keep),
-                                      math.prod(v.shape[i] for i in red))
+    m = v.permute(keep + red).reshape(
+        math.prod(v.shape[i] for i in keep), math.prod(v.shape[i] for i in red)
+    )
     neg = torch.signbit(m).sum(1) % 2 == 1
     nan = torch.isnan(m).any(1)
     zero = (m == 0).any(1)
@@ -314,8 +387,11 @@ def expected(call: Call):
     err = _error_of(lambda: torch.sum(x, dims, keepdim))
     if err is not None:
         return err, None, None, None
-    ufunc = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
-             "bitwise_xor": np.bitwise_xor}[op]
+    ufunc = {
+        "bitwise_and": np.bitwise_and,
+        "bitwise_or": np.bitwise_or,
+        "bitwise_xor": np.bitwise_xor,
+    }[op]
     a = x.cpu().numpy()
     red = tuple(_reduced(x, dims))
     if x.dim() == 0:
@@ -324,8 +400,11 @@ def expected(call: Call):
         # numpy's identity is int64's all ones for AND; the dtype's own (True, 255) here
         ident = {np.bitwise_and: -1, np.bitwise_or: 0, np.bitwise_xor: 0}[ufunc]
         shape = [1 if i in red else s for i, s in enumerate(x.shape)]
-        want = np.full(shape, ident).astype(a.dtype) if a.dtype != np.bool_ else \
-            np.full(shape, bool(ident))
+        want = (
+            np.full(shape, ident).astype(a.dtype)
+            if a.dtype != np.bool_
+            else np.full(shape, bool(ident))
+        )
         if not keepdim:
             want = want.reshape([s for i, s in enumerate(x.shape) if i not in red])
     else:
@@ -336,11 +415,13 @@ def expected(call: Call):
 # ----------------------------------------------------------------------------------------------
 # Comparisons
 
+
 def check_against_torch(call: Call, ours: torch.Tensor, theirs, exact, absref) -> None:
     msg = repr(call)
     assert ours.dtype == theirs.dtype, f"{msg}: dtype {ours.dtype}, torch {theirs.dtype}"
-    assert ours.shape == theirs.shape, f"{msg}: shape {tuple(ours.shape)}, torch " \
-                                       f"{tuple(theirs.shape)}"
+    assert ours.shape == theirs.shape, (
+        f"{msg}: shape {tuple(ours.shape)}, torch {tuple(theirs.shape)}"
+    )
     assert ours.device == call.x.device, msg
     ours, theirs = ours.cpu(), theirs.cpu()
     if not ours.is_floating_point():
@@ -373,8 +454,10 @@ def check_against_torch(call: Call, ours: torch.Tensor, theirs, exact, absref) -
         tol = tol + torch.finfo(ours.dtype).tiny
     big = e.abs() > torch.finfo(ours.dtype).max
     assert torch.isinf(o[big]).all(), f"{msg}: finite where the result overflows"
-    assert ((o - e).abs()[~big] <= tol[~big]).all(), f"{msg}: values differ from the exact " \
+    assert ((o - e).abs()[~big] <= tol[~big]).all(), (
+        f"{msg}: values differ from the exact "
         f"result by {((o - e).abs()[~big] - tol[~big]).max().item():.3e} past the tolerance"
+    )
 
 
 def bits(t: torch.Tensor) -> torch.Tensor:
@@ -382,7 +465,9 @@ def bits(t: torch.Tensor) -> torch.Tensor:
     t = t.cpu().contiguous()
     if not t.is_floating_point():
         return t
-    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+    return t.view(
+        {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    )
 
 
 def check_same_bits(call: Call, cpu: torch.Tensor, cuda: torch.Tensor) -> None:

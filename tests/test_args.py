@@ -2,6 +2,7 @@
 the wrappers (torch_reduce.sum, ...), torch.ops.treduce.* (whose generic parser is torch.ops.aten's)
 and override().
 """
+
 import numpy as np
 import pytest
 import torch
@@ -28,16 +29,37 @@ def error_type(fn):
 
 # Dims that torch.sum / torch.amax reject, with torch's exception type.
 BAD_DIMS = [
-    (True, TypeError), ({0, 1}, TypeError), (1.0, TypeError), ([1.0], TypeError),
-    (range(2), TypeError), (np.array([0, 1]), TypeError), (torch.tensor(1.0), TypeError),
-    (torch.tensor([0, 1]), TypeError), (np.bool_(True), TypeError), ([True], TypeError),
-    (2**63, ValueError), (-2**63 - 1, ValueError), (2**70, ValueError), ([2**63], TypeError),
-    ([0, 0, 5], IndexError), ([5, 0, 0], IndexError), ([0, -3], RuntimeError), (3, IndexError),
+    (True, TypeError),
+    ({0, 1}, TypeError),
+    (1.0, TypeError),
+    ([1.0], TypeError),
+    (range(2), TypeError),
+    (np.array([0, 1]), TypeError),
+    (torch.tensor(1.0), TypeError),
+    (torch.tensor([0, 1]), TypeError),
+    (np.bool_(True), TypeError),
+    ([True], TypeError),
+    (2**63, ValueError),
+    (-(2**63) - 1, ValueError),
+    (2**70, ValueError),
+    ([2**63], TypeError),
+    ([0, 0, 5], IndexError),
+    ([5, 0, 0], IndexError),
+    ([0, -3], RuntimeError),
+    (3, IndexError),
 ]
 # Dims that torch accepts, as torch reads them.
-GOOD_DIMS = [(np.int64(1), [1]), (np.int32(-1), [-1]), (torch.tensor(1), [1]),
-             (torch.tensor([2]), [2]), ([np.int64(0), torch.tensor(2)], [0, 2]), ((1,), [1]),
-             ([], None), ((), None), (None, None)]
+GOOD_DIMS = [
+    (np.int64(1), [1]),
+    (np.int32(-1), [-1]),
+    (torch.tensor(1), [1]),
+    (torch.tensor([2]), [2]),
+    ([np.int64(0), torch.tensor(2)], [0, 2]),
+    ((1,), [1]),
+    ([], None),
+    ((), None),
+    (None, None),
+]
 
 
 @pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
@@ -54,8 +76,11 @@ def test_bad_dims_raise_as_torch(op, case):
 def test_dims_accepted_as_torch(op, case):
     dim, as_list = GOOD_DIMS[case]
     x = X.long() if op in BIT_OPS else X
-    ref = getattr(torch.ops.treduce, op)(x, as_list) if op not in ("amax", "amin") else \
-        getattr(torch.ops.treduce, op)(x, as_list or [])
+    ref = (
+        getattr(torch.ops.treduce, op)(x, as_list)
+        if op not in ("amax", "amin")
+        else getattr(torch.ops.treduce, op)(x, as_list or [])
+    )
     assert torch.equal(ours(op)(x, dim=dim), ref)
 
 
@@ -113,8 +138,11 @@ def test_messages_name_the_problem():
         torch_reduce.sum(X, 1.0)
     with pytest.raises(ValueError, match="Overflow"):
         torch_reduce.sum(X, 2**70)
-    with pytest.raises(TypeError, match="dtype UInt16 is not supported; supported dtypes are "
-                                        "int8, int16, int32, int64, uint8 and bool$"):
+    with pytest.raises(
+        TypeError,
+        match="dtype UInt16 is not supported; supported dtypes are "
+        "int8, int16, int32, int64, uint8 and bool$",
+    ):
         torch_reduce.bitwise_or(torch.zeros(3, dtype=torch.uint16))
     with pytest.raises(TypeError, match="Tensor, not NoneType"):
         torch_reduce.amax(None)
@@ -140,8 +168,15 @@ def test_repeat_and_out_of_range_is_index_error_everywhere():
 def test_torch_ops_path_matches_aten():
     """torch.ops.treduce.* parse their arguments with torch.ops' generic parser, as
     torch.ops.aten.* do: the same forms are accepted or rejected, with the same types."""
-    cases = [([1], True), (np.int64(1), False), (torch.tensor(1), False), (1.0, False),
-             ("a", False), (2**63, False), ([0, 1], True)]
+    cases = [
+        ([1], True),
+        (np.int64(1), False),
+        (torch.tensor(1), False),
+        (1.0, False),
+        ("a", False),
+        (2**63, False),
+        ([0, 1], True),
+    ]
     for dim, ok in cases:
         a = error_type(lambda: torch.ops.aten.sum.dim_IntList(X, dim))
         t = error_type(lambda: torch.ops.treduce.sum(X, dim))
@@ -150,11 +185,19 @@ def test_torch_ops_path_matches_aten():
 
 def test_override_never_turns_an_error_into_a_result():
     """Calls that torch rejects fall back to torch (which raises), or raise the same type."""
-    bad = [lambda: torch.prod(X, None), lambda: X.prod(dim=None), lambda: torch.prod(X, [0, 1]),
-           lambda: torch.sum(X, dim=True), lambda: torch.amax(X, True),
-           lambda: torch.argmax(X, True), lambda: torch.sum(X, 0, keepdim=None),
-           lambda: torch.sum(X, 0, dtype=5), lambda: torch.mean(X.long()),
-           lambda: torch.sum(X, [0, 0, 5]), lambda: torch.sum(X, 2**63)]
+    bad = [
+        lambda: torch.prod(X, None),
+        lambda: X.prod(dim=None),
+        lambda: torch.prod(X, [0, 1]),
+        lambda: torch.sum(X, dim=True),
+        lambda: torch.amax(X, True),
+        lambda: torch.argmax(X, True),
+        lambda: torch.sum(X, 0, keepdim=None),
+        lambda: torch.sum(X, 0, dtype=5),
+        lambda: torch.mean(X.long()),
+        lambda: torch.sum(X, [0, 0, 5]),
+        lambda: torch.sum(X, 2**63),
+    ]
     for call in bad:
         want = error_type(call)
         assert want is not None

@@ -1,4 +1,5 @@
 """Autograd (gradcheck, ties), opcheck, and torch.compile (fullgraph, dynamic, forward+backward)."""
+
 import pytest
 import torch
 from conftest import DEVICES, make_input
@@ -12,14 +13,26 @@ def distinct_f64(shape, device):
     n = 1
     for s in shape:
         n *= s
-    return (torch.randperm(n, device=device).double() / n + 0.01 * torch.rand(n, device=device,
-            dtype=torch.float64)).reshape(shape).requires_grad_()
+    return (
+        (
+            torch.randperm(n, device=device).double() / n
+            + 0.01 * torch.rand(n, device=device, dtype=torch.float64)
+        )
+        .reshape(shape)
+        .requires_grad_()
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_gradcheck_sum(device):
-    for shape, dim, keepdim in [((4, 5), [1], False), ((4, 5), [0], True), ((3, 4, 5), [0, 2], False),
-                                ((3, 4, 5), None, False), ((6,), [], True), ((), None, False)]:
+    for shape, dim, keepdim in [
+        ((4, 5), [1], False),
+        ((4, 5), [0], True),
+        ((3, 4, 5), [0, 2], False),
+        ((3, 4, 5), None, False),
+        ((6,), [], True),
+        ((), None, False),
+    ]:
         x = torch.randn(shape, dtype=torch.float64, device=device, requires_grad=True)
         f = lambda t: torch.ops.treduce.sum(t, dim, keepdim)  # noqa: E731
         assert torch.autograd.gradcheck(f, (x,))
@@ -28,8 +41,13 @@ def test_gradcheck_sum(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_gradcheck_amax(device):
-    for shape, dim, keepdim in [((4, 5), [1], False), ((4, 5), [0], True), ((3, 4, 5), [0, 2], False),
-                                ((3, 4, 5), [], False), ((7,), [0], True)]:
+    for shape, dim, keepdim in [
+        ((4, 5), [1], False),
+        ((4, 5), [0], True),
+        ((3, 4, 5), [0, 2], False),
+        ((3, 4, 5), [], False),
+        ((7,), [0], True),
+    ]:
         x = distinct_f64(shape, device)
         f = lambda t: torch.ops.treduce.amax(t, dim, keepdim)  # noqa: E731
         assert torch.autograd.gradcheck(f, (x,))
@@ -38,8 +56,9 @@ def test_gradcheck_amax(device):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("keepdim", [False, True])
 def test_amax_gradient_splits_ties_like_torch(device, keepdim):
-    base = torch.tensor([[1.0, 3.0, 3.0, 2.0], [5.0, 5.0, 5.0, 0.0], [float("nan"), 1.0, 2.0, 3.0]],
-                        device=device)
+    base = torch.tensor(
+        [[1.0, 3.0, 3.0, 2.0], [5.0, 5.0, 5.0, 0.0], [float("nan"), 1.0, 2.0, 3.0]], device=device
+    )
     for dim in ([1], [0], [], [0, 1]):
         g = torch.randn_like(torch.amax(base, dim, keepdim))
         a = base.clone().requires_grad_()
@@ -130,10 +149,15 @@ def test_compile_fullgraph_dynamic_forward_backward(device):
 def test_compile_sees_our_ops(device):
     """The compiled graph calls treduce, not a decomposition into aten.sum."""
     from torch._dynamo.testing import EagerAndRecordGraphs
+
     torch._dynamo.reset()
     backend = EagerAndRecordGraphs()
-    f = torch.compile(lambda t: torch_reduce.sum(t, 0, dtype=torch.float64) + torch_reduce.amax(t),
-                      backend=backend, fullgraph=True, dynamic=True)
+    f = torch.compile(
+        lambda t: torch_reduce.sum(t, 0, dtype=torch.float64) + torch_reduce.amax(t),
+        backend=backend,
+        fullgraph=True,
+        dynamic=True,
+    )
     x = torch.randn(9, 5, device=device)
     f(x)
     code = backend.graphs[0].code

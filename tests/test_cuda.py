@@ -1,5 +1,6 @@
 """CUDA-only behaviour: large inputs (every strategy with and without the in-kernel cross-block
 combine), streams, CUDA graphs, run-to-run determinism, and the self-resetting counters."""
+
 import math
 
 import numpy as np
@@ -12,26 +13,27 @@ pytestmark = pytest.mark.cuda
 # Shapes chosen to reach each strategy: rows (contiguous K, split or not), columns (inner outputs
 # contiguous, split or not), strided (anything else), full reductions.
 BIG_CASES = [
-    ((1 << 24,), None, "contiguous"),            # full, split over many blocks
-    ((1 << 25,) , None, "misaligned"),           # full, unaligned start
-    ((3, 1 << 23), [1], "contiguous"),           # few long rows: split rows
-    ((1 << 22, 4), [1], "contiguous"),           # short rows (whole rows in each vector)
-    (((1 << 23) + 3, 2), [1], "contiguous"),     # K = 2: packed rows, with leftover rows
-    ((1 << 16, 257), [1], "contiguous"),         # odd row length: heads and tails
-    ((4096, 4096), [0], "contiguous"),           # columns
-    ((1 << 20, 17), [0], "contiguous"),          # narrow columns, split K
-    ((256, 8192, 8), [1], "contiguous"),         # mid dim, small inner
-    ((8, 2048, 1024), [0, 1], "contiguous"),     # bias-gradient style
+    ((1 << 24,), None, "contiguous"),  # full, split over many blocks
+    ((1 << 25,), None, "misaligned"),  # full, unaligned start
+    ((3, 1 << 23), [1], "contiguous"),  # few long rows: split rows
+    ((1 << 22, 4), [1], "contiguous"),  # short rows (whole rows in each vector)
+    (((1 << 23) + 3, 2), [1], "contiguous"),  # K = 2: packed rows, with leftover rows
+    ((1 << 16, 257), [1], "contiguous"),  # odd row length: heads and tails
+    ((4096, 4096), [0], "contiguous"),  # columns
+    ((1 << 20, 17), [0], "contiguous"),  # narrow columns, split K
+    ((256, 8192, 8), [1], "contiguous"),  # mid dim, small inner
+    ((8, 2048, 1024), [0, 1], "contiguous"),  # bias-gradient style
     ((64, 128, 56, 56), [0, 2, 3], "channels_last"),  # NHWC statistics
     ((64, 128, 56, 56), [0, 2, 3], "contiguous"),  # NCHW statistics: runs of vectors
-    ((4096, 8192), [1], "sliced"),               # strided rows
-    ((4096, 4096), [1], "transposed"),           # rows of a transposed matrix = columns
+    ((4096, 8192), [1], "sliced"),  # strided rows
+    ((4096, 4096), [1], "transposed"),  # rows of a transposed matrix = columns
     ((512, 64, 520), [0, 2], "permuted"),
 ]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int32],
-                         ids=str)
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int32], ids=str
+)
 @pytest.mark.parametrize("case", range(len(BIG_CASES)))
 def test_large_inputs(case, dtype):
     shape, dim, layout = BIG_CASES[case]
@@ -80,8 +82,11 @@ def test_large_inputs_family(case, dtype):
     args = [None] + ([dim[0]] if dim is not None and len(dim) == 1 else [])
     for one in args:
         for name in ("argmax", "argmin"):
-            assert_same_bits(getattr(torch.ops.treduce, name)(ties, one),
-                             getattr(torch, name)(ties, one), f"{name} dim={one} " + msg)
+            assert_same_bits(
+                getattr(torch.ops.treduce, name)(ties, one),
+                getattr(torch, name)(ties, one),
+                f"{name} dim={one} " + msg,
+            )
     if dtype == torch.float32:
         bits = make_input(shape, torch.int32, "cuda", layout)
         bits.bitwise_or_(0x1100).bitwise_and_(~0x2000)  # in place: the layout stays; AND and
@@ -105,11 +110,17 @@ def test_vocabulary_argmax_ties_bf16():
 # lanes per row; argmax and argmin up to 8 vectors, longer rows through rows_kernel): float32
 # rows of 8-64, 16-bit rows of 16-128, 1-byte rows of 32-128, 8-byte
 # rows of 4-32; M odd, so that the last warp's lanes run past the end.
-SPLIT_ROW_CASES = [(torch.float32, (8, 16, 32, 64)), (torch.bfloat16, (16, 32, 64, 128)),
-                   (torch.float16, (16, 64, 128)), (torch.int8, (32, 64, 128)),
-                   (torch.uint8, (32, 128)), (torch.float64, (4, 8, 16, 32)),
-                   (torch.int64, (4, 16, 32)), (torch.int32, (8, 32, 64)),
-                   (torch.bool, (32, 64, 128))]
+SPLIT_ROW_CASES = [
+    (torch.float32, (8, 16, 32, 64)),
+    (torch.bfloat16, (16, 32, 64, 128)),
+    (torch.float16, (16, 64, 128)),
+    (torch.int8, (32, 64, 128)),
+    (torch.uint8, (32, 128)),
+    (torch.float64, (4, 8, 16, 32)),
+    (torch.int64, (4, 16, 32)),
+    (torch.int32, (8, 32, 64)),
+    (torch.bool, (32, 64, 128)),
+]
 
 
 @pytest.mark.parametrize("dtype,ks", SPLIT_ROW_CASES, ids=[str(c[0]) for c in SPLIT_ROW_CASES])
@@ -127,20 +138,28 @@ def test_short_rows_over_neighbouring_lanes(dtype, ks):
         msg = f"{dtype} ({m}, {k})"
         if dtype != torch.bool:
             for name in ("amax", "amin"):
-                assert_same_bits(getattr(torch.ops.treduce, name)(x, [1]),
-                                 getattr(torch, name)(x, 1), f"{name} {msg}")
+                assert_same_bits(
+                    getattr(torch.ops.treduce, name)(x, [1]),
+                    getattr(torch, name)(x, 1),
+                    f"{name} {msg}",
+                )
             for name in ("argmax", "argmin"):
-                assert_same_bits(getattr(torch.ops.treduce, name)(x, 1),
-                                 getattr(torch, name)(x, 1), f"{name} {msg}")
+                assert_same_bits(
+                    getattr(torch.ops.treduce, name)(x, 1),
+                    getattr(torch, name)(x, 1),
+                    f"{name} {msg}",
+                )
         if not dtype.is_floating_point:
             assert_same_bits(torch.ops.treduce.sum(x, [1]), torch.sum(x, 1), f"sum {msg}")
             ints = x if dtype == torch.bool else (x % 3) - 1  # products that wrap
-            assert_same_bits(torch.ops.treduce.prod(ints, [1]), torch.prod(ints, 1),
-                             f"prod {msg}")
+            assert_same_bits(torch.ops.treduce.prod(ints, [1]), torch.prod(ints, 1), f"prod {msg}")
             if dtype != torch.bool:
                 want = x.cpu().numpy()
-                for name, uf in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or),
-                                 ("bitwise_xor", np.bitwise_xor)):
+                for name, uf in (
+                    ("bitwise_and", np.bitwise_and),
+                    ("bitwise_or", np.bitwise_or),
+                    ("bitwise_xor", np.bitwise_xor),
+                ):
                     got = getattr(torch.ops.treduce, name)(x, [1]).cpu()
                     ref = torch.from_numpy(np.asarray(uf.reduce(want, axis=1))).to(dtype)
                     assert torch.equal(got, ref), f"{name} {msg}"
@@ -148,13 +167,22 @@ def test_short_rows_over_neighbouring_lanes(dtype, ks):
             y = 1 + 0.01 * make_input((m, k), torch.float32, "cuda")
             y = y.to(dtype)
             got = torch.ops.treduce.prod(y, [1]).double()
-            assert torch.allclose(got, y.double().prod(1), rtol=2 * k * torch.finfo(dtype).eps,
-                                  atol=0), f"prod {msg}"
+            assert torch.allclose(
+                got, y.double().prod(1), rtol=2 * k * torch.finfo(dtype).eps, atol=0
+            ), f"prod {msg}"
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
-@pytest.mark.parametrize("shape,dim", [((65536, 64), [0]), ((4096, 1024), [0]), ((40, 8), [0]),
-                                       ((16, 4096, 16), [1]), ((64, 8, 24, 24), [0, 2, 3])])
+@pytest.mark.parametrize(
+    "shape,dim",
+    [
+        ((65536, 64), [0]),
+        ((4096, 1024), [0]),
+        ((40, 8), [0]),
+        ((16, 4096, 16), [1]),
+        ((64, 8, 24, 24), [0, 2, 3]),
+    ],
+)
 def test_column_extremes_16bit_nan_inf(shape, dim, dtype):
     """amax/amin of 16-bit columns read 16-byte vectors of 8 neighbouring columns and keep each
     two columns in one packed pair (cols.cuh, ColumnFold): a NaN in one column of a pair must
@@ -183,8 +211,9 @@ def test_column_extremes_16bit_nan_inf(shape, dim, dtype):
         assert torch.isnan(ours).any() and torch.isinf(ours).any()
 
 
-@pytest.mark.parametrize("shape,dim", [((1 << 24,), None), ((5, 1 << 22), [1]),
-                                       ((1 << 22, 6), [0]), ((2048, 2048), [0])])
+@pytest.mark.parametrize(
+    "shape,dim", [((1 << 24,), None), ((5, 1 << 22), [1]), ((1 << 22, 6), [0]), ((2048, 2048), [0])]
+)
 def test_bitwise_identical_run_to_run(shape, dim):
     x = make_input(shape, torch.float32, "cuda")
     first = torch.ops.treduce.sum(x, dim)

@@ -5,6 +5,7 @@ int64 -> int8, ...) convert the input first; the converted copy has a layout of 
 what the kernel must read. Every layout here is one that the conversion changes (step slices,
 expanded and overlapping views become contiguous) or keeps (permutations, channels_last).
 """
+
 import pytest
 import torch
 from conftest import ALL_DTYPES, ALL_LAYOUTS, DEVICES, FP8_DTYPES, assert_sum_close, make_input
@@ -12,8 +13,15 @@ from conftest import ALL_DTYPES, ALL_LAYOUTS, DEVICES, FP8_DTYPES, assert_sum_cl
 import torch_reduce
 
 # (shape, dims): rows, columns, several dims, everything; 4-d shapes for channels_last.
-CASES = [((6, 35), [1]), ((6, 35), [0]), ((5, 6, 7), [0, 2]), ((5, 6, 7), None),
-         ((3, 4, 5, 6), [1]), ((3, 4, 5, 6), [0, 2, 3]), ((2, 3, 4, 5), None)]
+CASES = [
+    ((6, 35), [1]),
+    ((6, 35), [0]),
+    ((5, 6, 7), [0, 2]),
+    ((5, 6, 7), None),
+    ((3, 4, 5, 6), [1]),
+    ((3, 4, 5, 6), [0, 2, 3]),
+    ((2, 3, 4, 5), None),
+]
 OUT_DTYPES = [None] + ALL_DTYPES
 IN_DTYPES = ALL_DTYPES + FP8_DTYPES
 
@@ -52,8 +60,11 @@ def reference(op, x, dims, dtype):
         theirs = fn(x, dims, dtype=dtype)
     wide = src.double() if src.is_floating_point() else src.long()
     if op == "sum":
-        return fn(wide, dims), fn(wide.abs(), dims) if wide.is_floating_point() else None, \
-            theirs.dtype
+        return (
+            fn(wide, dims),
+            fn(wide.abs(), dims) if wide.is_floating_point() else None,
+            theirs.dtype,
+        )
     return fn(wide, dims), fn(wide.abs(), dims), theirs.dtype
 
 
@@ -121,7 +132,7 @@ def test_issue_examples(device):
     assert torch_reduce.sum(x, dtype=torch.float32).item() == 90.0
     e = torch.arange(3, device=device).view(3, 1).expand(3, 4)
     assert torch_reduce.sum(e, 1, dtype=torch.float64).tolist() == [0.0, 4.0, 8.0]
-    z = torch.arange(10**7, dtype=torch.int32, device=device)[::10**6]
+    z = torch.arange(10**7, dtype=torch.int32, device=device)[:: 10**6]
     assert torch_reduce.sum(z, dtype=torch.float32).item() == float(sum(range(0, 10**7, 10**6)))
     p = torch.randint(-50, 50, (31, 201), device=device)[:, 1::2]
     ours = torch_reduce.prod(p, 0, dtype=torch.float64)

@@ -4,6 +4,7 @@ bench/exact/exact_host.cpp is compiled with g++ (a few seconds) and loaded with 
 its paths (runs with merges, and every element straight into the digits) must give the correctly
 rounded sum and mean, ties to even, of float32, bfloat16 and float16 inputs.
 """
+
 import ctypes
 import math
 import shutil
@@ -27,8 +28,19 @@ def lib(tmp_path_factory):
     if shutil.which("g++") is None:
         pytest.skip("g++ is not installed")
     out = tmp_path_factory.mktemp("exact") / "libexact.so"
-    subprocess.run(["g++", "-O2", "-std=c++17", "-shared", "-fPIC", "-o", str(out),
-                    str(ROOT / "exact_host.cpp")], check=True)
+    subprocess.run(
+        [
+            "g++",
+            "-O2",
+            "-std=c++17",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(out),
+            str(ROOT / "exact_host.cpp"),
+        ],
+        check=True,
+    )
     so = ctypes.CDLL(str(out))
     for name in ("exact_sum", "exact_sum_digits"):
         fn = getattr(so, name)
@@ -93,7 +105,8 @@ def check(lib, values, kind, mean=False):
     for name in ("exact_sum", "exact_sum_digits"):
         got = getattr(lib, name)(ptr, len(arr), kind, int(mean))
         same = (math.isnan(got) and math.isnan(want)) or (
-            got == want and math.copysign(1, got) == math.copysign(1, want))
+            got == want and math.copysign(1, got) == math.copysign(1, want)
+        )
         assert same, f"{name} {KINDS[kind]} mean={mean}: {got!r}, exact {want!r}"
 
 
@@ -147,9 +160,12 @@ def test_mean_rounds_once(lib):
 
 def _values(kind):
     p, qmin, emax = FORMATS[kind]
-    finite = st.builds(lambda m, e, s: s * math.ldexp(m, e),
-                       st.integers(0, 2**p - 1), st.integers(qmin, emax - p + 1),
-                       st.sampled_from([1, -1]))
+    finite = st.builds(
+        lambda m, e, s: s * math.ldexp(m, e),
+        st.integers(0, 2**p - 1),
+        st.integers(qmin, emax - p + 1),
+        st.sampled_from([1, -1]),
+    )
     specials = st.sampled_from([math.inf, -math.inf, math.nan, 0.0, -0.0])
     return st.one_of(finite, finite, finite, specials)
 
@@ -162,8 +178,9 @@ def test_random_against_rationals(lib, data):
     # narrow runs too: most inputs sit within a few binades, and take the fast path
     if data.draw(st.booleans()):
         scale = data.draw(st.integers(-20, 20)) if kind != 2 else 0
-        narrow = data.draw(st.lists(st.floats(-4, 4, width=16 if kind == 2 else 32),
-                                    min_size=1, max_size=2000))
+        narrow = data.draw(
+            st.lists(st.floats(-4, 4, width=16 if kind == 2 else 32), min_size=1, max_size=2000)
+        )
         values = [math.ldexp(v, scale) for v in narrow]
     check(lib, values, kind, data.draw(st.booleans()))
 
@@ -171,7 +188,9 @@ def test_random_against_rationals(lib, data):
 def test_many_runs_and_merges(lib):
     rng = np.random.default_rng(7)
     for kind in (0, 1, 2):
-        x = rng.standard_normal(100_000) * (2.0 ** rng.integers(-10, 10, 100_000) if kind < 2 else 1)
+        x = rng.standard_normal(100_000) * (
+            2.0 ** rng.integers(-10, 10, 100_000) if kind < 2 else 1
+        )
         values = decode(encode(x.tolist(), kind), kind)
         check(lib, values, kind, False)
         check(lib, values, kind, True)

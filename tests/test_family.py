@@ -3,6 +3,7 @@ against torch (or numpy for the bitwise reductions, which torch lacks).
 
 Every test runs on the CPU and, marked `cuda` (skipped without a GPU), on CUDA.
 """
+
 import math
 
 import numpy as np
@@ -38,8 +39,12 @@ def test_mean_matches_torch(device, dtype, layout):
         msg = f"mean {dtype} {layout} {shape} dim={dim} keepdim={keepdim}"
         assert ours.dtype == theirs.dtype and ours.shape == theirs.shape, msg
         exact = torch.mean(x.double(), d, keepdim)
-        tol = {torch.float32: 4e-6, torch.float64: 1e-14, torch.float16: 1e-3,
-               torch.bfloat16: 8e-3}[dtype]
+        tol = {
+            torch.float32: 4e-6,
+            torch.float64: 1e-14,
+            torch.float16: 1e-3,
+            torch.bfloat16: 8e-3,
+        }[dtype]
         scale = torch.mean(x.double().abs(), d, keepdim)
         assert ((ours.double() - exact).abs() <= tol * scale + 1e-30).all(), msg
 
@@ -54,11 +59,12 @@ def test_amin_argmax_argmin_match_torch(device, dtype, layout):
             x = (x * 2).round().to(dtype)
         d = dim_list(dim) or []
         msg = f"{dtype} {layout} {shape} dim={dim} keepdim={keepdim}"
-        assert_same_bits(torch.ops.treduce.amin(x, d, keepdim), torch.amin(x, d, keepdim),
-                         "amin " + msg)
+        assert_same_bits(
+            torch.ops.treduce.amin(x, d, keepdim), torch.amin(x, d, keepdim), "amin " + msg
+        )
         if dtype == torch.bool:
             continue
-        for one in ([None] if x.dim() == 0 else [None, 0, -1]):
+        for one in [None] if x.dim() == 0 else [None, 0, -1]:
             for name in ("argmax", "argmin"):
                 ours = getattr(torch.ops.treduce, name)(x, one, keepdim)
                 theirs = getattr(torch, name)(x, one, keepdim)
@@ -67,8 +73,9 @@ def test_amin_argmax_argmin_match_torch(device, dtype, layout):
 
 @pytest.mark.parametrize("device", FAMILY_DEVICES)
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int8,
-                                   torch.bool], ids=str)
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float64, torch.int32, torch.int8, torch.bool], ids=str
+)
 def test_prod_matches_torch(device, dtype, layout):
     for shape, dim, keepdim in cases(layout):
         if dtype.is_floating_point:  # values near 1, so that products stay finite
@@ -109,8 +116,11 @@ def test_bitwise_against_numpy(device, dtype, layout):
             x = (x.to(torch.int64) * 2654435761 % 251).to(dtype)
         axis = tuple(reduced(x, dim))
         a = x.cpu().numpy()
-        for name, uf in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or),
-                         ("bitwise_xor", np.bitwise_xor)):
+        for name, uf in (
+            ("bitwise_and", np.bitwise_and),
+            ("bitwise_or", np.bitwise_or),
+            ("bitwise_xor", np.bitwise_xor),
+        ):
             ours = getattr(torch.ops.treduce, name)(x, dim_list(dim), keepdim)
             want = torch.from_numpy(np.asarray(uf.reduce(a, axis=axis, keepdims=keepdim)))
             msg = f"{name} {dtype} {layout} {shape} dim={dim} keepdim={keepdim}"
@@ -121,38 +131,58 @@ def test_bitwise_against_numpy(device, dtype, layout):
 # ------------------------------------------------------------------------------------------------
 # Semantics probes
 
+
 @pytest.mark.parametrize("device", FAMILY_DEVICES)
 def test_nan_inf_and_ties(device):
-    x = torch.tensor([[1.0, 3.0, 3.0, float("nan"), 0.5, float("nan")],
-                      [-float("inf"), 2.0, -float("inf"), 2.0, 1.0, 0.0],
-                      [5.0, 5.0, 5.0, 5.0, 5.0, 5.0]], device=device)
+    x = torch.tensor(
+        [
+            [1.0, 3.0, 3.0, float("nan"), 0.5, float("nan")],
+            [-float("inf"), 2.0, -float("inf"), 2.0, 1.0, 0.0],
+            [5.0, 5.0, 5.0, 5.0, 5.0, 5.0],
+        ],
+        device=device,
+    )
     for name in ("argmax", "argmin"):
         for dim in (None, 0, 1):
-            assert_same_bits(getattr(torch.ops.treduce, name)(x, dim),
-                             getattr(torch, name)(x, dim), f"{name} dim={dim}")
+            assert_same_bits(
+                getattr(torch.ops.treduce, name)(x, dim),
+                getattr(torch, name)(x, dim),
+                f"{name} dim={dim}",
+            )
     # Every value equal to the accumulator's starting value (-inf, +inf, the lowest integer).
     info = torch.iinfo(torch.int32)
-    for y in (torch.full((3, 70), -float("inf"), device=device),
-              torch.full((3, 70), float("inf"), device=device),
-              torch.full((3, 70), info.min, dtype=torch.int32, device=device),
-              torch.full((3, 70), info.max, dtype=torch.int32, device=device)):
+    for y in (
+        torch.full((3, 70), -float("inf"), device=device),
+        torch.full((3, 70), float("inf"), device=device),
+        torch.full((3, 70), info.min, dtype=torch.int32, device=device),
+        torch.full((3, 70), info.max, dtype=torch.int32, device=device),
+    ):
         for name in ("argmax", "argmin"):
             for dim in (None, 0, 1):
-                assert_same_bits(getattr(torch.ops.treduce, name)(y, dim),
-                                 getattr(torch, name)(y, dim), f"{name} {y.dtype} dim={dim}")
+                assert_same_bits(
+                    getattr(torch.ops.treduce, name)(y, dim),
+                    getattr(torch, name)(y, dim),
+                    f"{name} {y.dtype} dim={dim}",
+                )
     for dim in ([], [0], [1]):
         assert_same_bits(torch.ops.treduce.amin(x, dim), torch.amin(x, dim))
         # mean: the canonical sum divided by the count, rounded once, on both devices
         # (torch's CUDA mean multiplies by a rounded 1/K instead; README)
-        assert_same_bits(torch.ops.treduce.mean(x, dim or None),
-                         torch.mean(x.double(), dim or None).to(x.dtype))
-        assert_same_bits(torch.ops.treduce.prod(x, dim[:1] or None),
-                         torch.prod(x, dim[0]) if dim else torch.prod(x))
+        assert_same_bits(
+            torch.ops.treduce.mean(x, dim or None), torch.mean(x.double(), dim or None).to(x.dtype)
+        )
+        assert_same_bits(
+            torch.ops.treduce.prod(x, dim[:1] or None),
+            torch.prod(x, dim[0]) if dim else torch.prod(x),
+        )
 
 
 @pytest.mark.parametrize("device", FAMILY_DEVICES)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64,
-                                   torch.int8, torch.int32], ids=str)
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float32, torch.bfloat16, torch.float16, torch.float64, torch.int8, torch.int32],
+    ids=str,
+)
 def test_arg_long_rows_nan_and_ties(device, dtype):
     """argmax/argmin over long rows (the CUDA row kernel reads them as 16-byte vectors, keeps the
     best vector and searches it once; rows split over blocks): the best value in several vectors
@@ -175,9 +205,11 @@ def test_arg_long_rows_nan_and_ties(device, dtype):
         for v in variants:
             for name in ("argmax", "argmin"):
                 for dim in (1, None):
-                    assert_same_bits(getattr(torch.ops.treduce, name)(v, dim),
-                                     getattr(torch, name)(v, dim),
-                                     f"{name} {dtype} {tuple(v.shape)} dim={dim}")
+                    assert_same_bits(
+                        getattr(torch.ops.treduce, name)(v, dim),
+                        getattr(torch, name)(v, dim),
+                        f"{name} {dtype} {tuple(v.shape)} dim={dim}",
+                    )
 
 
 @pytest.mark.parametrize("device", FAMILY_DEVICES)
@@ -189,8 +221,12 @@ def test_empty_tensors(device):
     assert_same_bits(torch.ops.treduce.mean(e), torch.mean(e))
     assert_same_bits(torch.ops.treduce.amin(e, [1]), torch.amin(e, 1))
     assert_same_bits(torch.ops.treduce.argmax(e, 1), torch.argmax(e, 1))
-    for call in (lambda m: m.amin(e), lambda m: m.amin(e, [0]), lambda m: m.argmax(e),
-                 lambda m: m.argmin(e, 0)):
+    for call in (
+        lambda m: m.amin(e),
+        lambda m: m.amin(e, [0]),
+        lambda m: m.argmax(e),
+        lambda m: m.argmin(e, 0),
+    ):
         with pytest.raises(Exception) as theirs:
             call(torch)
         with pytest.raises(theirs.type, match=str(theirs.value).split("(")[0]):
@@ -205,9 +241,13 @@ def test_empty_tensors(device):
 @pytest.mark.parametrize("device", FAMILY_DEVICES)
 def test_errors_match_torch(device):
     i = torch.arange(6, device=device)
-    for call in (lambda m: m.mean(i), lambda m: m.mean(i.float(), dtype=torch.int32),
-                 lambda m: m.argmax(torch.ones(3, dtype=torch.bool, device=device)),
-                 lambda m: m.argmax(i, 1), lambda m: m.amin(i, [0, 0])):
+    for call in (
+        lambda m: m.mean(i),
+        lambda m: m.mean(i.float(), dtype=torch.int32),
+        lambda m: m.argmax(torch.ones(3, dtype=torch.bool, device=device)),
+        lambda m: m.argmax(i, 1),
+        lambda m: m.amin(i, [0, 0]),
+    ):
         with pytest.raises(Exception) as theirs:
             call(torch)
         with pytest.raises(theirs.type):
@@ -234,8 +274,9 @@ def test_float8_inputs(device, dtype):
         ok = torch.isnan(s) == torch.isnan(torch.sum(f, d))
         assert ok.all()
         y = x.float().nan_to_num(0.0).to(dtype)  # finite data for the value check
-        assert torch.allclose(torch.ops.treduce.sum(y, d), torch.sum(y.double(), d).float(),
-                              rtol=1e-5, atol=1e-4)
+        assert torch.allclose(
+            torch.ops.treduce.sum(y, d), torch.sum(y.double(), d).float(), rtol=1e-5, atol=1e-4
+        )
         m = torch.ops.treduce.mean(y, d, dtype=torch.float64)
         assert m.dtype == torch.float64
         assert torch.allclose(m, torch.mean(y.double(), d), rtol=1e-12, atol=1e-12)
@@ -244,14 +285,14 @@ def test_float8_inputs(device, dtype):
 # ------------------------------------------------------------------------------------------------
 # Autograd, opcheck, compile
 
+
 @pytest.mark.parametrize("device", FAMILY_DEVICES)
 def test_gradcheck(device):
     x = torch.randn(3, 4, 5, dtype=torch.float64, device=device, requires_grad=True)
     for dim, keepdim in (([1], False), ([0, 2], True), (None, False)):
         assert torch.autograd.gradcheck(lambda t: torch.ops.treduce.mean(t, dim, keepdim), (x,))
         assert torch.autograd.gradcheck(lambda t: torch.ops.treduce.prod(t, dim, keepdim), (x,))
-        assert torch.autograd.gradgradcheck(lambda t: torch.ops.treduce.prod(t, dim, keepdim),
-                                            (x,))
+        assert torch.autograd.gradgradcheck(lambda t: torch.ops.treduce.prod(t, dim, keepdim), (x,))
     distinct = (torch.randperm(60, device=device).double() / 7).reshape(3, 4, 5).requires_grad_()
     for dim in ([1], [0, 2], []):
         assert torch.autograd.gradcheck(lambda t: torch.ops.treduce.amin(t, dim), (distinct,))
@@ -259,8 +300,9 @@ def test_gradcheck(device):
 
 @pytest.mark.parametrize("device", FAMILY_DEVICES)
 def test_prod_gradient_with_zeros_like_torch(device):
-    base = torch.tensor([[2.0, 0.0, 3.0, 4.0], [0.0, 5.0, 0.0, 1.0], [1.5, 2.0, -1.0, 3.0]],
-                        device=device)
+    base = torch.tensor(
+        [[2.0, 0.0, 3.0, 4.0], [0.0, 5.0, 0.0, 1.0], [1.5, 2.0, -1.0, 3.0]], device=device
+    )
     for dim in (None, 0, 1):
         a, b = base.clone().requires_grad_(), base.clone().requires_grad_()
         (torch.ops.treduce.prod(a, None if dim is None else [dim]) * 1.5).sum().backward()
@@ -284,11 +326,15 @@ def test_not_differentiable_ops_say_so():
     assert out.dtype == torch.int64 and not out.requires_grad
 
 
-OPCHECK = [("mean", (4, 5), ([1], False), {}), ("mean", (3, 4, 5), ([0, 2], True),
-                                               {"dtype": torch.float64}),
-           ("prod", (4, 5), ([1], False), {}), ("prod", (3, 4, 5), (None, False), {}),
-           ("amin", (4, 5), ([0], True), {}), ("argmax", (4, 5), (1, False), {}),
-           ("argmin", (4, 5), (None, True), {})]
+OPCHECK = [
+    ("mean", (4, 5), ([1], False), {}),
+    ("mean", (3, 4, 5), ([0, 2], True), {"dtype": torch.float64}),
+    ("prod", (4, 5), ([1], False), {}),
+    ("prod", (3, 4, 5), (None, False), {}),
+    ("amin", (4, 5), ([0], True), {}),
+    ("argmax", (4, 5), (1, False), {}),
+    ("argmin", (4, 5), (None, True), {}),
+]
 
 
 @pytest.mark.parametrize("device", FAMILY_DEVICES)
@@ -313,9 +359,13 @@ def test_compile_fullgraph_dynamic(device):
 
     def f(x, w):
         h = x * w
-        return (torch_reduce.mean(h, 1).sum() + torch_reduce.prod(h[:, :3], 1).sum()
-                + torch_reduce.amin(h, 0).sum()
-                + torch_reduce.argmax(h, 1).sum() + torch_reduce.argmin(h).float())
+        return (
+            torch_reduce.mean(h, 1).sum()
+            + torch_reduce.prod(h[:, :3], 1).sum()
+            + torch_reduce.amin(h, 0).sum()
+            + torch_reduce.argmax(h, 1).sum()
+            + torch_reduce.argmin(h).float()
+        )
 
     torch._dynamo.reset()
     counter = CompileCounterWithBackend("inductor")
@@ -327,8 +377,13 @@ def test_compile_fullgraph_dynamic(device):
         out.backward()
         x2, w2 = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
         h = x2 * w2
-        ref = (h.mean(1).sum() + h[:, :3].prod(1).sum() + h.amin(0).sum()
-               + h.argmax(1).sum() + h.argmin().float())
+        ref = (
+            h.mean(1).sum()
+            + h[:, :3].prod(1).sum()
+            + h.amin(0).sum()
+            + h.argmax(1).sum()
+            + h.argmin().float()
+        )
         ref.backward()
         assert torch.allclose(out, ref, rtol=1e-4, atol=1e-4)
         assert torch.allclose(x.grad, x2.grad, rtol=1e-4, atol=1e-4)
@@ -340,6 +395,7 @@ def _extreme_model(vals, kmax):
     a leaf's element j goes to accumulator j % 8, the eight meet in ((a0 a1) (a2 a3)) ((a4 a5)
     (a6 a7)), leaves meet pairwise; combine(a, b) takes b when a is not NaN and b is better or NaN,
     so ties keep a (which of +0 and -0 comes out depends on that order alone)."""
+
     def comb(a, b):
         better = b > a if kmax else b < a
         return b if not math.isnan(a) and (better or math.isnan(b)) else a
@@ -348,10 +404,11 @@ def _extreme_model(vals, kmax):
     leaves = []
     for i in range(0, len(vals), 64):
         a = [ident] * 8
-        for j, v in enumerate(vals[i:i + 64]):
+        for j, v in enumerate(vals[i : i + 64]):
             a[j % 8] = comb(a[j % 8], v)
-        leaves.append(comb(comb(comb(a[0], a[1]), comb(a[2], a[3])),
-                           comb(comb(a[4], a[5]), comb(a[6], a[7]))))
+        leaves.append(
+            comb(comb(comb(a[0], a[1]), comb(a[2], a[3])), comb(comb(a[4], a[5]), comb(a[6], a[7])))
+        )
     while len(leaves) > 1:
         leaves = [comb(leaves[k], leaves[k + 1]) for k in range(0, len(leaves), 2)]
     return leaves[0]

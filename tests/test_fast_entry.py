@@ -1,6 +1,7 @@
 """The wrappers' direct entry (torch_reduce._fast, csrc/python/fast.cpp): plain calls go straight to
 the dispatcher and give exactly what torch.ops.treduce gives; everything else (tensor subclasses,
 torch-function modes, unusual argument types) is declined and takes the torch.ops path."""
+
 import pytest
 import torch
 from conftest import DEVICES
@@ -11,9 +12,18 @@ from torch_reduce import _fast
 from torch_reduce import ops as tro
 
 OPS = torch.ops.treduce
-CODES = {"sum": tro._K_SUM, "mean": tro._K_MEAN, "prod": tro._K_PROD, "amax": tro._K_AMAX,
-         "amin": tro._K_AMIN, "argmax": tro._K_ARGMAX, "argmin": tro._K_ARGMIN,
-         "bitwise_and": tro._K_AND, "bitwise_or": tro._K_OR, "bitwise_xor": tro._K_XOR}
+CODES = {
+    "sum": tro._K_SUM,
+    "mean": tro._K_MEAN,
+    "prod": tro._K_PROD,
+    "amax": tro._K_AMAX,
+    "amin": tro._K_AMIN,
+    "argmax": tro._K_ARGMAX,
+    "argmin": tro._K_ARGMIN,
+    "bitwise_and": tro._K_AND,
+    "bitwise_or": tro._K_OR,
+    "bitwise_xor": tro._K_XOR,
+}
 
 
 def as_list(dim):
@@ -22,15 +32,32 @@ def as_list(dim):
 
 # (op, dims, keepdim, dtype) for a (4, 5, 6) input; the reference call through torch.ops.
 CALLS = (
-    [(op, dim, keep, dt) for op in ("sum", "mean", "prod")
-     for dim in (None, 1, -1, [0, 2], (2, 0), [], ()) for keep in (False, True)
-     for dt in (None, torch.float64)]
-    + [(op, dim, keep, None) for op in ("amax", "amin")
-       for dim in (None, 0, -2, (0, 2), [1], ()) for keep in (False, True)]
-    + [(op, dim, keep, None) for op in ("argmax", "argmin")
-       for dim in (None, 0, -1) for keep in (False, True)]
-    + [(op, dim, keep, None) for op in ("bitwise_and", "bitwise_or", "bitwise_xor")
-       for dim in (None, 1, [0, 2]) for keep in (False, True)])
+    [
+        (op, dim, keep, dt)
+        for op in ("sum", "mean", "prod")
+        for dim in (None, 1, -1, [0, 2], (2, 0), [], ())
+        for keep in (False, True)
+        for dt in (None, torch.float64)
+    ]
+    + [
+        (op, dim, keep, None)
+        for op in ("amax", "amin")
+        for dim in (None, 0, -2, (0, 2), [1], ())
+        for keep in (False, True)
+    ]
+    + [
+        (op, dim, keep, None)
+        for op in ("argmax", "argmin")
+        for dim in (None, 0, -1)
+        for keep in (False, True)
+    ]
+    + [
+        (op, dim, keep, None)
+        for op in ("bitwise_and", "bitwise_or", "bitwise_xor")
+        for dim in (None, 1, [0, 2])
+        for keep in (False, True)
+    ]
+)
 
 
 def reference(op, x, dim, keep, dt):
@@ -69,15 +96,15 @@ def test_plain_calls_take_the_direct_entry_and_match_torch_ops(device):
 def test_unusual_arguments_are_declined():
     x = torch.randn(3, 4)
     declined = [
-        (tro._K_SUM, x, [True], False, None),        # a bool is not a dim here
+        (tro._K_SUM, x, [True], False, None),  # a bool is not a dim here
         (tro._K_SUM, x, torch.tensor(1), False, None),
         (tro._K_SUM, x, [0, "1"], False, None),
-        (tro._K_SUM, x, 2 ** 70, False, None),        # past int64
-        (tro._K_SUM, x, [2 ** 64], False, None),
-        (tro._K_SUM, x, None, 1, None),               # keepdim must be a bool
+        (tro._K_SUM, x, 2**70, False, None),  # past int64
+        (tro._K_SUM, x, [2**64], False, None),
+        (tro._K_SUM, x, None, 1, None),  # keepdim must be a bool
         (tro._K_SUM, x, None, False, "float64"),
         (tro._K_AMAX, x, None, False, torch.float64),  # amax has no dtype
-        (tro._K_ARGMAX, x, [0], False, None),          # argmax takes one int
+        (tro._K_ARGMAX, x, [0], False, None),  # argmax takes one int
         (99, x, None, False, None),
         (-1, x, None, False, None),
         (tro._K_SUM, x.numpy(), None, False, None),
@@ -138,8 +165,10 @@ def test_errors_are_those_of_torch_ops(device):
         (lambda: torch_reduce.amax(empty, 0), lambda: OPS.amax(empty, [0])),
         (lambda: torch_reduce.argmax(empty), lambda: OPS.argmax(empty)),
         (lambda: torch_reduce.bitwise_and(x), lambda: OPS.bitwise_and(x)),
-        (lambda: torch_reduce.sum(x, dtype=torch.complex64),
-         lambda: OPS.sum(x, dtype=torch.complex64)),
+        (
+            lambda: torch_reduce.sum(x, dtype=torch.complex64),
+            lambda: OPS.sum(x, dtype=torch.complex64),
+        ),
     ]
     for ours, theirs in pairs:
         with pytest.raises(Exception) as want:
@@ -152,10 +181,12 @@ def test_errors_are_those_of_torch_ops(device):
 @pytest.mark.parametrize("device", DEVICES)
 def test_autograd_through_the_direct_entry(device):
     x = torch.randn(5, 6, device=device, dtype=torch.float64, requires_grad=True)
-    for ours, theirs in ((lambda t: torch_reduce.sum(t, 1), lambda t: t.sum(1)),
-                         (lambda t: torch_reduce.mean(t, (0, 1)), lambda t: t.mean((0, 1))),
-                         (lambda t: torch_reduce.amax(t, 0), lambda t: t.amax(0)),
-                         (lambda t: torch_reduce.prod(t, 1), lambda t: t.prod(1))):
+    for ours, theirs in (
+        (lambda t: torch_reduce.sum(t, 1), lambda t: t.sum(1)),
+        (lambda t: torch_reduce.mean(t, (0, 1)), lambda t: t.mean((0, 1))),
+        (lambda t: torch_reduce.amax(t, 0), lambda t: t.amax(0)),
+        (lambda t: torch_reduce.prod(t, 1), lambda t: t.prod(1)),
+    ):
         (g_ours,) = torch.autograd.grad(ours(x).sum(), x)
         (g_ref,) = torch.autograd.grad(theirs(x).sum(), x)
         torch.testing.assert_close(g_ours, g_ref)

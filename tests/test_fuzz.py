@@ -12,6 +12,7 @@ Profiles: TREDUCE_FUZZ=ci (default, a bounded run) or TREDUCE_FUZZ=soak (20,000 
 and device); TREDUCE_FUZZ_EXAMPLES sets the count. A failure prints the draw and a blob to replay
 it (@reproduce_failure).
 """
+
 import collections
 import os
 
@@ -86,8 +87,9 @@ def test_fuzz_cuda_against_torch_and_cpu(op):
     @given(calls(op))
     def prop(call):
         EXAMPLES_RUN["cuda", op] += 1
-        gpu = Call(call.op, same_layout(call.x, "cuda"), call.dim, call.keepdim, call.dtype,
-                   call.note)
+        gpu = Call(
+            call.op, same_layout(call.x, "cuda"), call.dim, call.keepdim, call.dtype, call.note
+        )
         err, on_gpu = check(gpu)  # against torch on CUDA (test_fuzz_cpu: the CPU against torch)
         if err is not None:  # torch raised, and so did ours on CUDA: the CPU backend must too
             with pytest.raises(err):

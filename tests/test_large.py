@@ -6,6 +6,7 @@ Run on CUDA (skipped only when the GPU lacks the memory) and, as far as the mach
 allows, on the CPU. Values are small integers, so that float sums are exact in any order and
 every reference is exact.
 """
+
 import pytest
 import torch
 from conftest import DEVICES
@@ -37,8 +38,8 @@ def tree_bitwise(t, dim, fn):
     t = t.movedim(dim, -1)
     while t.shape[-1] > 1:
         h = t.shape[-1] // 2
-        head = fn(t[..., :h], t[..., h:2 * h])
-        t = torch.cat([head, t[..., 2 * h:]], -1) if t.shape[-1] % 2 else head
+        head = fn(t[..., :h], t[..., h : 2 * h])
+        t = torch.cat([head, t[..., 2 * h :]], -1) if t.shape[-1] % 2 else head
     return t[..., 0]
 
 
@@ -52,7 +53,7 @@ def chunked(name, x, dim, dtype=None):
     step = max(1, (1 << 28) // max(1, v.numel() // max(1, v.shape[-1])))
     acc = None
     for start in range(0, v.shape[-1], step):
-        part = fn(v[..., start:start + step], -1, dtype=dtype)
+        part = fn(v[..., start : start + step], -1, dtype=dtype)
         acc = part if acc is None else (acc + part if name == "sum" else acc * part)
     return acc
 
@@ -77,8 +78,11 @@ def check_int_ops(x, dims):
         theirs = getattr(torch, name)(x, d1)
         assert torch.equal(ours, theirs), f"{name} dim={d1}"
         del ours, theirs
-    for name, fn in (("bitwise_and", torch.bitwise_and), ("bitwise_or", torch.bitwise_or),
-                     ("bitwise_xor", torch.bitwise_xor)):
+    for name, fn in (
+        ("bitwise_and", torch.bitwise_and),
+        ("bitwise_or", torch.bitwise_or),
+        ("bitwise_xor", torch.bitwise_xor),
+    ):
         ours = getattr(torch_reduce, name)(x, dims)
         want = tree_bitwise(x.reshape(-1) if dims is None else x, 0 if dims is None else d1, fn)
         assert torch.equal(ours, want), f"{name} dims={dims}"
@@ -92,7 +96,7 @@ def test_int8_two_rows_past_2_31(device):
     has more than 2^31 elements; over both, everything; and the transposed view."""
     need(device, 4.3 + 2.2 * 2 + 1)
     x = torch.randint(-50, 50, (2, BIG), dtype=torch.int8, device=device)
-    x[0, 2**31 + 7] = 100   # the maxima past 2^31: argmax's index there
+    x[0, 2**31 + 7] = 100  # the maxima past 2^31: argmax's index there
     x[1, 2**31 + 11] = 100
     x[1, 2**31 + 50] = -100  # a minimum past 2^31
     x[0, BIG - 1] = -100
@@ -111,10 +115,15 @@ def test_float32_past_2_31_every_op(device):
     n = 2**31 + 2**20 + 8
     need(device, 8.6 + 5)
     x = torch.randint(0, 4, (n,), dtype=torch.int8, device=device).to(torch.float32)
-    x[2**31 + 3] = 9.0     # the maximum past 2^31
-    x[n - 1] = -1.0        # the minimum, last
-    views = [(x, None), (x.view(8, -1), [1]), (x.view(8, -1), [0]), (x.view(-1, 8), [0]),
-             (x.view(-1, 8), [1])]
+    x[2**31 + 3] = 9.0  # the maximum past 2^31
+    x[n - 1] = -1.0  # the minimum, last
+    views = [
+        (x, None),
+        (x.view(8, -1), [1]),
+        (x.view(8, -1), [0]),
+        (x.view(-1, 8), [0]),
+        (x.view(-1, 8), [1]),
+    ]
     # The CPU takes the full reduction and rows only: each pass over 8.6 GB takes seconds there
     # (and torch's column argmax tens of them), and CI has two cores.
     for v, dims in views if device == "cuda" else views[:2]:
@@ -161,7 +170,7 @@ def test_view_starting_past_2_32_bytes(device):
     need(device, 4.4 * 2 + 1)
     base = torch.randint(-50, 50, (2**30 + 2**22 + 3,), dtype=torch.int8, device=device)
     base = base.to(torch.float32)
-    v = base[2**30 + 1:]
+    v = base[2**30 + 1 :]
     assert v.storage_offset() * 4 == 2**32 + 4
     v[777] = 1000.0
     assert torch_reduce.sum(v).item() == torch.sum(v, dtype=torch.float64).item()

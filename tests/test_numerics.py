@@ -8,6 +8,7 @@ independent numpy implementation of that order: the CPU backend must match it bi
 whatever the layout, offset or thread count. The CUDA kernels follow the same order:
 tests/test_numerics_cuda.py compares their bits with the CPU's.
 """
+
 import math
 
 import numpy as np
@@ -85,7 +86,7 @@ def test_the_reference_pins_the_order():
 # once: they pin the reference itself, so that the order cannot drift together with the test.
 # (Re-pinned in session 15 when the leaves and the tree went from compensated float32 pairs to
 # float64, NOTES step 57.)
-PINNED_BITS = {(100003, 7): 0xc5c00000, (16385, 3): 0xc4e2c748, (262147, 1): 0x45aa8000}
+PINNED_BITS = {(100003, 7): 0xC5C00000, (16385, 3): 0xC4E2C748, (262147, 1): 0x45AA8000}
 
 
 def test_pinned_bits():
@@ -124,7 +125,7 @@ def test_float32_sums_are_correctly_rounded(name):
 def test_half_inputs(dtype):
     n = 1 << 20
     for name, x in data_sets(n, seed=1).items():
-        h = x.to(dtype) if name != "D4 2^U(-20,20)" else (x * 2 ** -8).to(dtype)
+        h = x.to(dtype) if name != "D4 2^U(-20,20)" else (x * 2**-8).to(dtype)
         exact = math.fsum(h.double().tolist())
         # float32 output: correctly rounded
         assert torch.ops.treduce.sum(h, dtype=torch.float32).item() == float(np.float32(exact))
@@ -145,7 +146,7 @@ def test_half_inputs(dtype):
 
 def test_bits_do_not_depend_on_layout_offset_or_threads():
     base = cancel_data(8 * 64 * 33 * 17 + 8, seed=11)
-    x = base[:8 * 64 * 33 * 17].reshape(8, 64, 33, 17)
+    x = base[: 8 * 64 * 33 * 17].reshape(8, 64, 33, 17)
     want_all = torch.ops.treduce.sum(x)
     want_stats = torch.ops.treduce.sum(x, [0, 2, 3])
     want_rows = torch.ops.treduce.sum(x, [3])
@@ -162,7 +163,7 @@ def test_bits_do_not_depend_on_layout_offset_or_threads():
     flat = x.reshape(-1)
     want = torch.ops.treduce.sum(flat)
     for k in range(8):  # misaligned views of the same values
-        view = base[k:k + flat.numel()]
+        view = base[k : k + flat.numel()]
         view_copy = view.clone()
         assert torch.equal(f32(torch.ops.treduce.sum(view)), f32(torch.ops.treduce.sum(view_copy)))
     threads = torch.get_num_threads()

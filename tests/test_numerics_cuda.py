@@ -4,6 +4,7 @@ The CPU backend is the reference (tests/test_numerics.py pins its order against 
 numpy implementation): the CUDA bits must equal the CPU's for every shape, layout, dtype and
 launch configuration, and float32 sums at N = 2^28 must be correctly rounded.
 """
+
 import importlib.util
 import math
 from pathlib import Path
@@ -16,12 +17,17 @@ pytestmark = pytest.mark.cuda
 
 # bench/accuracy.py: the exact-sum reference and data sets of the published accuracy table.
 _spec = importlib.util.spec_from_file_location(
-    "treduce_bench_accuracy", Path(__file__).resolve().parents[1] / "bench" / "accuracy.py")
+    "treduce_bench_accuracy", Path(__file__).resolve().parents[1] / "bench" / "accuracy.py"
+)
 accuracy = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(accuracy)
 
-INT_VIEW = {torch.float32: torch.int32, torch.float64: torch.int64, torch.float16: torch.int16,
-            torch.bfloat16: torch.int16}
+INT_VIEW = {
+    torch.float32: torch.int32,
+    torch.float64: torch.int64,
+    torch.float16: torch.int16,
+    torch.bfloat16: torch.int16,
+}
 
 
 def bits(t):
@@ -41,26 +47,49 @@ def assert_bits(got, want, msg=""):
     g, w = bits(got), bits(want)
     if not torch.equal(g, w):
         i = (g != w).flatten().nonzero()[0].item()
-        raise AssertionError(f"{msg}: {int((g != w).sum())} outputs differ, first at {i}: "
-                             f"{got.flatten()[i].item()!r} vs {want.flatten()[i].item()!r}")
+        raise AssertionError(
+            f"{msg}: {int((g != w).sum())} outputs differ, first at {i}: "
+            f"{got.flatten()[i].item()!r} vs {want.flatten()[i].item()!r}"
+        )
 
 
 # (shape, dims): full reductions around the leaf (64), round (16384) and split sizes; rows;
 # columns (contiguous outputs, vector loads when aligned); narrow and mid dims; several dims.
 CASES = [
-    ((1,), None), ((63,), None), ((64,), None), ((65,), None), ((1000,), None),
-    ((16384,), None), ((16385,), None), ((262147,), None), (((1 << 20) + 17,), None),
-    ((37, 5000), [1]), ((37, 5000), [0]), ((5000, 37), [0]), ((5000, 40), [0]),
-    ((3, 70000), [1]), ((70000, 3), [0]), ((1 << 14, 128), [0]), ((2, 50000, 8), [1]),
-    ((8, 64, 33, 17), None), ((8, 64, 33, 17), [0, 2, 3]), ((8, 64, 33, 17), [3]),
-    ((8, 64, 33, 17), [1]), ((4, 100, 130), [0, 2]),
+    ((1,), None),
+    ((63,), None),
+    ((64,), None),
+    ((65,), None),
+    ((1000,), None),
+    ((16384,), None),
+    ((16385,), None),
+    ((262147,), None),
+    (((1 << 20) + 17,), None),
+    ((37, 5000), [1]),
+    ((37, 5000), [0]),
+    ((5000, 37), [0]),
+    ((5000, 40), [0]),
+    ((3, 70000), [1]),
+    ((70000, 3), [0]),
+    ((1 << 14, 128), [0]),
+    ((2, 50000, 8), [1]),
+    ((8, 64, 33, 17), None),
+    ((8, 64, 33, 17), [0, 2, 3]),
+    ((8, 64, 33, 17), [3]),
+    ((8, 64, 33, 17), [1]),
+    ((4, 100, 130), [0, 2]),
     ((4, 8, 56, 64), [0, 2, 3]),  # NCHW-like runs of whole leaves
-    ((4099, 8), [1]), ((2049, 16), [1]),  # rows of 2 and 4 16-byte vectors (pair_rows_kernel)
-    (((1 << 24) + 5,), None), ((2048, 8192), [1]),  # leaves for two waves and more
+    ((4099, 8), [1]),
+    ((2049, 16), [1]),  # rows of 2 and 4 16-byte vectors (pair_rows_kernel)
+    (((1 << 24) + 5,), None),
+    ((2048, 8192), [1]),  # leaves for two waves and more
     ((3000, 4096), [0]),  # columns with enough leaf folds for four outputs per thread
     ((65536, 128), [0]),  # narrow columns: 64 splits, a final merge of 8 nodes per thread
-    ((8, 4096, 4), [1]), ((64, 512, 8), [1]),  # mid dims with too few: one output per thread
-    ((300000, 2), [0]), ((64, 20000, 2), [1]), ((50000, 6), [0]),  # 2 and 6 columns, one output per thread
+    ((8, 4096, 4), [1]),
+    ((64, 512, 8), [1]),  # mid dims with too few: one output per thread
+    ((300000, 2), [0]),
+    ((64, 20000, 2), [1]),
+    ((50000, 6), [0]),  # 2 and 6 columns, one output per thread
 ]
 
 
@@ -102,16 +131,20 @@ def test_cuda_misaligned_views():
     base = cancel_data(n + 8, seed=2).cuda()
     rows_base = cancel_data(37 * 1001 + 8, seed=3).cuda()
     for k in range(8):
-        view = base[k:k + n]
+        view = base[k : k + n]
         want = torch.ops.treduce.sum(view.cpu())
         assert_bits(torch.ops.treduce.sum(view), want, f"k={k}")
         assert_bits(torch.ops.treduce.sum(view.clone()), want, f"copy k={k}")
-        rows = rows_base[k:k + 37 * 1001].view(37, 1001)  # every row starts misaligned
-        assert_bits(torch.ops.treduce.sum(rows, [1]), torch.ops.treduce.sum(rows.cpu(), [1]),
-                    f"rows k={k}")
-        pairs = rows_base[k:k + 8 * 4001].view(4001, 8)  # 32-byte rows, aligned only for k = 0
-        assert_bits(torch.ops.treduce.sum(pairs, [1]), torch.ops.treduce.sum(pairs.cpu(), [1]),
-                    f"rows of 8, k={k}")
+        rows = rows_base[k : k + 37 * 1001].view(37, 1001)  # every row starts misaligned
+        assert_bits(
+            torch.ops.treduce.sum(rows, [1]), torch.ops.treduce.sum(rows.cpu(), [1]), f"rows k={k}"
+        )
+        pairs = rows_base[k : k + 8 * 4001].view(4001, 8)  # 32-byte rows, aligned only for k = 0
+        assert_bits(
+            torch.ops.treduce.sum(pairs, [1]),
+            torch.ops.treduce.sum(pairs.cpu(), [1]),
+            f"rows of 8, k={k}",
+        )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
@@ -128,29 +161,45 @@ def test_cuda_misaligned_whole_leaves(dtype, monkeypatch):
     base = float_data(n + 8, dtype, seed=5).cuda()
     rows_base = float_data(48 * 4096 + 8, dtype, seed=6).cuda()
     for k in range(1, 8):
-        view = base[k:k + n]
+        view = base[k : k + n]
         assert_bits(torch.ops.treduce.sum(view), torch.ops.treduce.sum(view.cpu()), f"k={k}")
-        rows = rows_base[k:k + 48 * 4096].view(48, 4096)
-        assert_bits(torch.ops.treduce.sum(rows, [1]), torch.ops.treduce.sum(rows.cpu(), [1]),
-                    f"rows k={k}")
-        assert_bits(torch.ops.treduce.mean(rows, [1]), torch.ops.treduce.mean(rows.cpu(), [1]),
-                    f"mean rows k={k}")
+        rows = rows_base[k : k + 48 * 4096].view(48, 4096)
+        assert_bits(
+            torch.ops.treduce.sum(rows, [1]), torch.ops.treduce.sum(rows.cpu(), [1]), f"rows k={k}"
+        )
+        assert_bits(
+            torch.ops.treduce.mean(rows, [1]),
+            torch.ops.treduce.mean(rows.cpu(), [1]),
+            f"mean rows k={k}",
+        )
         # Rows of 16 leaves 1025 elements apart: two outputs per warp, leaves not evenly spaced
         # (their addresses come by shuffle) and starting at alternating element parities.
-        odd_rows = rows_base[k:k + 47 * 1025 + 1024].as_strided((48, 1024), (1025, 1))
-        assert_bits(torch.ops.treduce.sum(odd_rows, [1]),
-                    torch.ops.treduce.sum(odd_rows.cpu(), [1]), f"rows 1025 apart k={k}")
+        odd_rows = rows_base[k : k + 47 * 1025 + 1024].as_strided((48, 1024), (1025, 1))
+        assert_bits(
+            torch.ops.treduce.sum(odd_rows, [1]),
+            torch.ops.treduce.sum(odd_rows.cpu(), [1]),
+            f"rows 1025 apart k={k}",
+        )
         # Rows 1032 elements apart: two outputs per warp, every leaf k elements past a boundary
         # (16-bit: the shifted staging with offsets by shuffle).
-        even_rows = rows_base[k:k + 47 * 1032 + 1024].as_strided((48, 1024), (1032, 1))
-        assert_bits(torch.ops.treduce.sum(even_rows, [1]),
-                    torch.ops.treduce.sum(even_rows.cpu(), [1]), f"rows 1032 apart k={k}")
+        even_rows = rows_base[k : k + 47 * 1032 + 1024].as_strided((48, 1024), (1032, 1))
+        assert_bits(
+            torch.ops.treduce.sum(even_rows, [1]),
+            torch.ops.treduce.sum(even_rows.cpu(), [1]),
+            f"rows 1032 apart k={k}",
+        )
         if dtype != torch.float32:
             monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "per=2")
-            assert_bits(torch.ops.treduce.sum(rows, [1]), torch.ops.treduce.sum(rows.cpu(), [1]),
-                        f"rows k={k} per=2")
-            assert_bits(torch.ops.treduce.sum(even_rows, [1]),
-                        torch.ops.treduce.sum(even_rows.cpu(), [1]), f"rows 1032 apart k={k} per=2")
+            assert_bits(
+                torch.ops.treduce.sum(rows, [1]),
+                torch.ops.treduce.sum(rows.cpu(), [1]),
+                f"rows k={k} per=2",
+            )
+            assert_bits(
+                torch.ops.treduce.sum(even_rows, [1]),
+                torch.ops.treduce.sum(even_rows.cpu(), [1]),
+                f"rows 1032 apart k={k} per=2",
+            )
             monkeypatch.delenv("TREDUCE_CANON_LAUNCH")
 
 
@@ -158,14 +207,23 @@ def test_cuda_misaligned_whole_leaves(dtype, monkeypatch):
 # into a flat buffer. (16, 16, 32, 32) has 16 leaves per memory run and one leaf lane per output
 # (x_leaves = 1), so plan_canon's step-66 rule raises X to 2 on its own; the padded channel
 # stride of 1027 elements starts each memory run at its own shift, where the rule stays off.
-MISALIGNED_RUN_CASES = [((4, 16, 32, 32), None), ((4, 16, 8, 16), None), ((4, 16, 8, 24), None),
-                        ((16, 16, 32, 32), None), ((16, 16, 32, 32), 1027)]
+MISALIGNED_RUN_CASES = [
+    ((4, 16, 32, 32), None),
+    ((4, 16, 8, 16), None),
+    ((4, 16, 8, 24), None),
+    ((16, 16, 32, 32), None),
+    ((16, 16, 32, 32), 1027),
+]
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
-@pytest.mark.parametrize("shape,cstride", MISALIGNED_RUN_CASES,
-                         ids=[f"{'x'.join(map(str, s))}{'' if c is None else f'-c{c}'}"
-                              for s, c in MISALIGNED_RUN_CASES])
+@pytest.mark.parametrize(
+    "shape,cstride",
+    MISALIGNED_RUN_CASES,
+    ids=[
+        f"{'x'.join(map(str, s))}{'' if c is None else f'-c{c}'}" for s, c in MISALIGNED_RUN_CASES
+    ],
+)
 def test_cuda_misaligned_leaves_across_memory_runs(dtype, shape, cstride, monkeypatch):
     """Misaligned 16-bit statistics over two reduced dims (NCHW over (0, 2, 3), x[k:] of a flat
     buffer): an output's consecutive leaves lie in memory runs of H * W elements, and the
@@ -193,20 +251,30 @@ def test_cuda_misaligned_leaves_across_memory_runs(dtype, shape, cstride, monkey
                 monkeypatch.setenv("TREDUCE_CANON_LAUNCH", launch)
             assert_bits(torch.ops.treduce.sum(x, [0, 2, 3]), want, f"k={k} {launch}")
         monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
-        assert_bits(torch.ops.treduce.mean(x, [0, 2, 3]),
-                    torch.ops.treduce.mean(xc, [0, 2, 3]), f"mean k={k}")
+        assert_bits(
+            torch.ops.treduce.mean(x, [0, 2, 3]),
+            torch.ops.treduce.mean(xc, [0, 2, 3]),
+            f"mean k={k}",
+        )
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
-                         ids=str)
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64], ids=str
+)
 def test_cuda_step2_views(dtype):
     """Views with a step of 2 along the reduced dim (x[:, ::2], x[:, 1::2]): warps whose 32
     leaves are whole and 16-byte aligned, or one element past a boundary (the odd elements of
     the aligned run before them), stage them (canon.cuh, kStep = 2), the rest are walked; the
     bits equal the CPU's. The last 1-d case ends on its base's last element (the staged loads
     of its last leaf read the 16 bytes that hold that element)."""
-    cases = [((300, 8192), [1]), ((300, 8200), [1]), ((6, 40, 1024), [1, 2]),
-             ((6, 40, 1024), [2]), ((2 * (1 << 20) + 6,), None), ((2 * 262144 - 1,), None)]
+    cases = [
+        ((300, 8192), [1]),
+        ((300, 8200), [1]),
+        ((6, 40, 1024), [1, 2]),
+        ((6, 40, 1024), [2]),
+        ((2 * (1 << 20) + 6,), None),
+        ((2 * 262144 - 1,), None),
+    ]
     for shape, dims in cases:
         n = math.prod(shape)
         x = float_data(n, dtype, seed=n).reshape(shape)
@@ -215,14 +283,19 @@ def test_cuda_step2_views(dtype):
             want = x[..., start::2]
             msg = f"{dtype} {shape}[..., {start}::2] dims={dims}"
             assert_bits(torch.ops.treduce.sum(view, dims), torch.ops.treduce.sum(want, dims), msg)
-            assert_bits(torch.ops.treduce.mean(view, dims), torch.ops.treduce.mean(want, dims),
-                        "mean " + msg)
+            assert_bits(
+                torch.ops.treduce.mean(view, dims),
+                torch.ops.treduce.mean(want, dims),
+                "mean " + msg,
+            )
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
-                         ids=str)
-@pytest.mark.parametrize("shape", [(1024, 1024, 2), (64, 4096, 2), (8, 65536, 2), (5, 1000, 2)],
-                         ids=str)
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64], ids=str
+)
+@pytest.mark.parametrize(
+    "shape", [(1024, 1024, 2), (64, 4096, 2), (8, 65536, 2), (5, 1000, 2)], ids=str
+)
 def test_cuda_odd_step2_leaves(shape, dtype, monkeypatch):
     """C = 2 mid dims over dim 1 with one output per thread: every second output's leaves start
     one element past a 16-byte boundary and fold from the aligned run one element before them
@@ -232,9 +305,9 @@ def test_cuda_odd_step2_leaves(shape, dtype, monkeypatch):
     n = math.prod(shape)
     base = float_data(n + 1, dtype, seed=n + 11)
     for k in (0, 1):
-        x = base[k:k + n].reshape(shape)
+        x = base[k : k + n].reshape(shape)
         want, want_mean = torch.ops.treduce.sum(x, [1]), torch.ops.treduce.mean(x, [1])  # CPU
-        xc = base.cuda()[k:k + n].reshape(shape)
+        xc = base.cuda()[k : k + n].reshape(shape)
         for spec in (None, "lat=0", "lat=1", "y=16", "y=256,splits=3", "y=32,splits=2,rounds=1"):
             set_launch(monkeypatch, spec)
             assert_bits(torch.ops.treduce.sum(xc, [1]), want, f"x[{k}:] {spec}")
@@ -244,9 +317,16 @@ def test_cuda_odd_step2_leaves(shape, dtype, monkeypatch):
 # (shape, the interleaved kernel expected by default on an H200): C = 4 .. 32 mid dims over dim 1
 # with too few leaf folds for C outputs per thread; a partial last leaf (4160 = 65 leaves), and
 # shapes whose tiles are not one A's C outputs (X = 16 output lanes for C = 4; one leaf).
-INTERLEAVED_CASES = [((8, 4096, 4), True), ((8, 65536, 4), True), ((64, 4096, 8), True),
-                     ((16, 16384, 16), True), ((4, 8192, 32), True), ((3, 4160, 8), True),
-                     ((5, 1000, 4), False), ((2, 64, 16), False)]
+INTERLEAVED_CASES = [
+    ((8, 4096, 4), True),
+    ((8, 65536, 4), True),
+    ((64, 4096, 8), True),
+    ((16, 16384, 16), True),
+    ((4, 8192, 32), True),
+    ((3, 4160, 8), True),
+    ((5, 1000, 4), False),
+    ((2, 64, 16), False),
+]
 
 
 def is_interleaved_kernel(name):
@@ -254,10 +334,12 @@ def is_interleaved_kernel(name):
     return "canon_kernel<" in name and canon_args(name)[4] == "true"
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
-                         ids=str)
-@pytest.mark.parametrize("shape,expected", INTERLEAVED_CASES,
-                         ids=[str(c[0]) for c in INTERLEAVED_CASES])
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64], ids=str
+)
+@pytest.mark.parametrize(
+    "shape,expected", INTERLEAVED_CASES, ids=[str(c[0]) for c in INTERLEAVED_CASES]
+)
 def test_cuda_interleaved_leaves(shape, expected, dtype, monkeypatch):
     """Mid dims (A, B, C) over B with C = 4 .. 32 outputs at one output per thread: each warp's
     32 / C whole leaves of the C outputs are one run, which it stages whole (canon.cuh's
@@ -270,16 +352,25 @@ def test_cuda_interleaved_leaves(shape, expected, dtype, monkeypatch):
     n = math.prod(shape)
     base = float_data(n + 16, dtype, seed=n + 13)
     for k in (0, 1, 16 // dtype.itemsize):
-        x = base[k:k + n].reshape(shape)
+        x = base[k : k + n].reshape(shape)
         want, want_mean = torch.ops.treduce.sum(x, [1]), torch.ops.treduce.mean(x, [1])  # CPU
-        xc = base.cuda()[k:k + n].reshape(shape)
+        xc = base.cuda()[k : k + n].reshape(shape)
         monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
-        names = [m for m in kernels_run(lambda: torch.ops.treduce.sum(xc, [1]))
-                 if "canon_kernel<" in m]
+        names = [
+            m for m in kernels_run(lambda: torch.ops.treduce.sum(xc, [1])) if "canon_kernel<" in m
+        ]
         if torch.cuda.get_device_properties(0).multi_processor_count == 132:
             assert any(map(is_interleaved_kernel, names)) == (expected and k != 1), (k, names)
-        for spec in (None, "lat=0", "lat=1", "splits=3", "splits=2,rounds=1", "rounds=2",
-                     "y=16", "y=256,splits=2"):
+        for spec in (
+            None,
+            "lat=0",
+            "lat=1",
+            "splits=3",
+            "splits=2,rounds=1",
+            "rounds=2",
+            "y=16",
+            "y=256,splits=2",
+        ):
             set_launch(monkeypatch, spec)
             assert_bits(torch.ops.treduce.sum(xc, [1]), want, f"x[{k}:] {spec}")
             assert_bits(torch.ops.treduce.mean(xc, [1]), want_mean, f"mean x[{k}:] {spec}")
@@ -292,8 +383,14 @@ def test_cuda_interleaved_leaves(shape, expected, dtype, monkeypatch):
         assert any(map(is_interleaved_kernel, names)) == expected, names
 
 
-LAUNCH_CASES = [(((1 << 20) + 17,), None), ((37, 5000), [1]), ((5000, 40), [0]),
-                ((8, 64, 33, 17), [0, 2, 3]), ((3, 70000), [1]), ((4, 8, 56, 64), [0, 2, 3])]
+LAUNCH_CASES = [
+    (((1 << 20) + 17,), None),
+    ((37, 5000), [1]),
+    ((5000, 40), [0]),
+    ((8, 64, 33, 17), [0, 2, 3]),
+    ((3, 70000), [1]),
+    ((4, 8, 56, 64), [0, 2, 3]),
+]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
@@ -314,8 +411,11 @@ def test_cuda_bits_do_not_depend_on_launch_configuration(shape, dims, dtype, mon
         for splits in (1, 2, 3, 7, 64):
             for rounds in (None, 1, 8):
                 for per in pers:
-                    spec = (f"y={y},splits={splits}" + (f",rounds={rounds}" if rounds else "")
-                            + (f",per={per}" if per else ""))
+                    spec = (
+                        f"y={y},splits={splits}"
+                        + (f",rounds={rounds}" if rounds else "")
+                        + (f",per={per}" if per else "")
+                    )
                     monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
                     assert_bits(torch.ops.treduce.sum(x, dims), want, spec)
                     assert_bits(torch.ops.treduce.mean(x, dims), want_mean, "mean " + spec)
@@ -324,6 +424,7 @@ def test_cuda_bits_do_not_depend_on_launch_configuration(shape, dims, dtype, mon
 def kernels_run(fn):
     """Names of the CUDA kernels that fn() launches (the profiler's trace)."""
     from torch.profiler import ProfilerActivity, profile
+
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
@@ -338,6 +439,7 @@ def kernel_launches(fn):
     import tempfile
 
     from torch.profiler import ProfilerActivity, profile
+
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
@@ -347,8 +449,11 @@ def kernel_launches(fn):
         prof.export_chrome_trace(path)
         with open(path) as f:
             events = json.load(f)["traceEvents"]
-    return [(e["name"], tuple(e["args"]["grid"]), tuple(e["args"]["block"]))
-            for e in events if e.get("cat") == "kernel" and "grid" in e.get("args", {})]
+    return [
+        (e["name"], tuple(e["args"]["grid"]), tuple(e["args"]["block"]))
+        for e in events
+        if e.get("cat") == "kernel" and "grid" in e.get("args", {})
+    ]
 
 
 def canon_args(name):
@@ -356,7 +461,7 @@ def canon_args(name):
     kLat, kStage, kInter; canon_small_kernel's kL, kUnaligned, kCluster, kWhole."""
     head = name.split("(")[0]
     args, depth, cur = [], 0, ""
-    for ch in head[head.index("<") + 1:]:
+    for ch in head[head.index("<") + 1 :]:
         if ch == "<":
             depth += 1
         elif ch == ">":
@@ -385,19 +490,31 @@ def is_latency_kernel(name):
 # runs below take the latency kernel there). Rows of float32 and 16-bit inputs that
 # cluster_rows_default takes, (8, 131072) and (3, 70000), run in chunks merged in clusters
 # instead (float64 keeps the latency kernel).
-LATENCY_CASES = [((17,), None, False), ((1000,), None, False), ((8192,), None, False),
-                 ((16384 + 17,), None, True), ((65536,), None, True), ((65536 + 100,), None, True),
-                 (((1 << 18) - 5,), None, True), ((8, 131072), [1], True),
-                 ((64, 4096, 8), [1], True), ((3, 70000), [1], True),
-                 ((64, 65536), [1], False), ((8, 65536, 4), [1], False),
-                 ((1024, 1024, 2), [1], False),
-                 (((1 << 22) + 3,), None, False), ((2048, 8192), [1], False)]
+LATENCY_CASES = [
+    ((17,), None, False),
+    ((1000,), None, False),
+    ((8192,), None, False),
+    ((16384 + 17,), None, True),
+    ((65536,), None, True),
+    ((65536 + 100,), None, True),
+    (((1 << 18) - 5,), None, True),
+    ((8, 131072), [1], True),
+    ((64, 4096, 8), [1], True),
+    ((3, 70000), [1], True),
+    ((64, 65536), [1], False),
+    ((8, 65536, 4), [1], False),
+    ((1024, 1024, 2), [1], False),
+    (((1 << 22) + 3,), None, False),
+    ((2048, 8192), [1], False),
+]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
-                         ids=str)
-@pytest.mark.parametrize("shape,dims,expected", LATENCY_CASES,
-                         ids=[case_id(c) for c in LATENCY_CASES])
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64], ids=str
+)
+@pytest.mark.parametrize(
+    "shape,dims,expected", LATENCY_CASES, ids=[case_id(c) for c in LATENCY_CASES]
+)
 def test_cuda_latency_kernel_bits(shape, dims, expected, dtype, monkeypatch):
     """The latency kernel (both phases of a staged leaf in flight, the splits merged through a
     cluster's shared memory) makes the same nodes as the other kernels: its bits equal the CPU's,
@@ -416,9 +533,15 @@ def test_cuda_latency_kernel_bits(shape, dims, expected, dtype, monkeypatch):
     assert any(map(is_latency_kernel, names)) == (expected and not in_clusters), names
     assert_bits(torch.ops.treduce.sum(xc, dims), want, "default")
     assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean default")
-    for spec in ("lat=0", "lat=1", "lat=1,y=256,splits=3", "lat=1,y=256,splits=16,rounds=1",
-                 "lat=1,y=64,splits=7,rounds=2", "lat=1,y=32,splits=16,rounds=1",
-                 "lat=1,y=256,splits=5,rounds=4"):
+    for spec in (
+        "lat=0",
+        "lat=1",
+        "lat=1,y=256,splits=3",
+        "lat=1,y=256,splits=16,rounds=1",
+        "lat=1,y=64,splits=7,rounds=2",
+        "lat=1,y=32,splits=16,rounds=1",
+        "lat=1,y=256,splits=5,rounds=4",
+    ):
         monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
         assert_bits(torch.ops.treduce.sum(xc, dims), want, spec)
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean " + spec)
@@ -434,8 +557,10 @@ def test_cuda_latency_kernel_bits(shape, dims, expected, dtype, monkeypatch):
     assert_bits(torch.ops.treduce.sum(zc), torch.ops.treduce.sum(z), "lat=1,splits=4,rounds=4")
 
 
-MERGE_CASES = [(torch.float32, (1 << 25) + 17, ("",)),  # 2049 rounds
-               (torch.bfloat16, (1 << 26) + 17, (",per=1", ",per=2"))]  # 4097 or 2049 rounds
+MERGE_CASES = [
+    (torch.float32, (1 << 25) + 17, ("",)),  # 2049 rounds
+    (torch.bfloat16, (1 << 26) + 17, (",per=1", ",per=2")),
+]  # 4097 or 2049 rounds
 
 
 @pytest.mark.parametrize("dtype,n,pers", MERGE_CASES, ids=["float32", "bfloat16"])
@@ -449,8 +574,11 @@ def test_cuda_bits_of_merges_with_many_splits(dtype, n, pers, monkeypatch):
     x = x.cuda()
     assert_bits(torch.ops.treduce.sum(x), want, "default")
     for per in pers:
-        for spec in ("y=256,splits=64,rounds=1", "y=256,splits=396,rounds=1",
-                     "y=256,splits=7,rounds=2"):
+        for spec in (
+            "y=256,splits=64,rounds=1",
+            "y=256,splits=396,rounds=1",
+            "y=256,splits=7,rounds=2",
+        ):
             spec += per
             monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
             assert_bits(torch.ops.treduce.sum(x), want, spec)
@@ -535,6 +663,7 @@ def chunk_threads_default(dtype, m, k, per, sms, cluster=None):
 
     def chunks(t):
         return m * -(-k // (t * 64 * per))
+
     t = 256
     if dtype.itemsize == 4 and chunks(t // 2) <= 2048:
         t //= 2
@@ -575,15 +704,18 @@ def cluster_rows_default(dtype, m, k, sms, cluster=None):
     that chunks_auto does not chunk, run in such chunks merged in clusters (unless `cluster`
     is forced off)."""
     chunks = -(-k // 16384)
-    return (m >= 2 and m * chunks <= sms and chunk_cluster_default(dtype, chunks, 1, 1, cluster)
-            and not chunks_default(dtype, m, k, sms))
+    return (
+        m >= 2
+        and m * chunks <= sms
+        and chunk_cluster_default(dtype, chunks, 1, 1, cluster)
+        and not chunks_default(dtype, m, k, sms)
+    )
 
 
 def chunked_default(dtype, m, k, sms, aligned=True):
     """Whether m outputs of k > chunk_len(dtype) elements (one run each) run in chunks by
     default: chunks_auto, or cluster_rows where the base is aligned."""
-    return chunks_default(dtype, m, k, sms) or (aligned and
-                                                cluster_rows_default(dtype, m, k, sms))
+    return chunks_default(dtype, m, k, sms) or (aligned and cluster_rows_default(dtype, m, k, sms))
 
 
 def chunks_default(dtype, m, k, sms):
@@ -598,31 +730,65 @@ def chunks_default(dtype, m, k, sms):
     return 2 * m <= sms and m * chunks >= 128
 
 
-SMALL_CASES = [((1,), None, None), ((17,), None, None), ((64,), None, None),
-               ((1000,), None, None), ((1024,), None, None), ((4096 + 3,), None, None),
-               ((8192,), None, None), ((8192 + 64,), None, None), ((16384,), None, None),
-               ((16384 + 1,), None, None), ((37, 5000), [1], None), ((132, 1024), [1], None),
-               ((133, 1024), [1], None), ((200, 4096), [1], None), ((150, 4032), [1], None),
-               ((8, 4100), [1], None), ((1025,), None, "x[1:]"), ((8, 1026), [1], "x[:, 1:]"),
-               ((8, 2048), [1], "x[:, ::2]"), ((4, 8, 256), [0, 2], None),
-               ((32768,), None, None), ((4, 32768), [1], None), ((3, 20000), [1], None),
-               ((32768 + 1,), None, None), ((2, 24576 + 8), [1], None),
-               ((64, 16384 + 64), [1], None), ((100003,), None, None),
-               ((3, 40000 + 64), [1], None), ((16384 * 300 + 5,), None, None),
-               ((201, 4096), [1], "rows+1"), ((65, 16384), [1], "rows+1"),
-               ((9, 8192), [1], "rows+1"), ((46, 4100), [1], "rows+1"),
-               ((4097,), None, "x[1:]"), ((33, 32768), [1], "rows+1")]
-SMALL_VIEWS = {None: lambda x: x, "x[1:]": lambda x: x[1:], "x[:, 1:]": lambda x: x[:, 1:],
-               "x[:, ::2]": lambda x: x[:, ::2],
-               # rows (m - 1, k) from the base + 1: every row one element past where it was
-               "rows+1": lambda x: x.reshape(-1)[1:1 + (x.shape[0] - 1) * x.shape[1]].view(
-                   x.shape[0] - 1, x.shape[1])}
+SMALL_CASES = [
+    ((1,), None, None),
+    ((17,), None, None),
+    ((64,), None, None),
+    ((1000,), None, None),
+    ((1024,), None, None),
+    ((4096 + 3,), None, None),
+    ((8192,), None, None),
+    ((8192 + 64,), None, None),
+    ((16384,), None, None),
+    ((16384 + 1,), None, None),
+    ((37, 5000), [1], None),
+    ((132, 1024), [1], None),
+    ((133, 1024), [1], None),
+    ((200, 4096), [1], None),
+    ((150, 4032), [1], None),
+    ((8, 4100), [1], None),
+    ((1025,), None, "x[1:]"),
+    ((8, 1026), [1], "x[:, 1:]"),
+    ((8, 2048), [1], "x[:, ::2]"),
+    ((4, 8, 256), [0, 2], None),
+    ((32768,), None, None),
+    ((4, 32768), [1], None),
+    ((3, 20000), [1], None),
+    ((32768 + 1,), None, None),
+    ((2, 24576 + 8), [1], None),
+    ((64, 16384 + 64), [1], None),
+    ((100003,), None, None),
+    ((3, 40000 + 64), [1], None),
+    ((16384 * 300 + 5,), None, None),
+    ((201, 4096), [1], "rows+1"),
+    ((65, 16384), [1], "rows+1"),
+    ((9, 8192), [1], "rows+1"),
+    ((46, 4100), [1], "rows+1"),
+    ((4097,), None, "x[1:]"),
+    ((33, 32768), [1], "rows+1"),
+]
+SMALL_VIEWS = {
+    None: lambda x: x,
+    "x[1:]": lambda x: x[1:],
+    "x[:, 1:]": lambda x: x[:, 1:],
+    "x[:, ::2]": lambda x: x[:, ::2],
+    # rows (m - 1, k) from the base + 1: every row one element past where it was
+    "rows+1": lambda x: x.reshape(-1)[1 : 1 + (x.shape[0] - 1) * x.shape[1]].view(
+        x.shape[0] - 1, x.shape[1]
+    ),
+}
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64,
-                                   torch.float8_e4m3fn], ids=str)
-@pytest.mark.parametrize("shape,dims,view", SMALL_CASES,
-                         ids=[case_id(c) + (f"-{c[2]}" if c[2] else "") for c in SMALL_CASES])
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float32, torch.bfloat16, torch.float16, torch.float64, torch.float8_e4m3fn],
+    ids=str,
+)
+@pytest.mark.parametrize(
+    "shape,dims,view",
+    SMALL_CASES,
+    ids=[case_id(c) + (f"-{c[2]}" if c[2] else "") for c in SMALL_CASES],
+)
 def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     """canon_small_kernel (one block per output: a thread per leaf, the tree over the block)
     makes the same nodes as the other kernels: its bits equal the CPU's by default, forced on
@@ -641,11 +807,15 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     k = xc.shape[-1] if dims else xc.numel()
     m = xc.numel() // k
     one_run = view in (None, "x[1:]", "rows+1") and (
-        dims is None or (len(dims) == 1 and dims[0] == xc.dim() - 1))
+        dims is None or (len(dims) == 1 and dims[0] == xc.dim() - 1)
+    )
     most = chunk_len(dtype)
     aligned = xc.data_ptr() % 16 == 0
-    eligible = (one_run and (aligned or dtype != torch.float64) and  # (longer: chunks of `most`)
-                (m == 1 or xc.stride(0) * xc.element_size() % 16 == 0))
+    eligible = (
+        one_run
+        and (aligned or dtype != torch.float64)  # (longer: chunks of `most`)
+        and (m == 1 or xc.stride(0) * xc.element_size() % 16 == 0)
+    )
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if k > most:  # chunks
         default = eligible and chunked_default(dtype, m, k, sms, aligned)
@@ -667,8 +837,7 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
             # two leaves per thread: the instantiation without the chunks' merge (kWhole),
             # except float16 (whose warps fold in any order)
             assert [is_whole_small(nm) for nm in small] == [two and dtype != torch.float16], names
-    for spec in (None, "small=1", "small=0", "small=1,lat=1", "small=1,whole=0",
-                 "small=1,whole=1"):
+    for spec in (None, "small=1", "small=0", "small=1,lat=1", "small=1,whole=0", "small=1,whole=1"):
         set_launch(monkeypatch, spec)
         assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{spec}")
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
@@ -679,23 +848,42 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     assert any(map(is_small_kernel, names)) == eligible, names
 
 
-@pytest.mark.parametrize("dtype,shape,chunked", [
-    (torch.bfloat16, (1 << 27,), True), (torch.float64, (3 << 24,), True),
-    (torch.float32, (512, 131072 + 64), True), (torch.float32, ((1 << 26) + 100,), True),
-    (torch.float32, ((1 << 28) + 5,), True), (torch.float32, ((1 << 18) + 100,), False),
-    (torch.float32, (64, 65536 + 64), True), (torch.bfloat16, (8, 131072), True),
-    (torch.bfloat16, ((1 << 22) + 8,), True), (torch.float16, ((1 << 21) + 8,), True),
-    (torch.float16, ((1 << 27) + 8,), True), (torch.bfloat16, (32, 131072 + 64), True),
-    (torch.float32, ((1 << 20) + 100,), True), (torch.float32, ((1 << 19) + 5,), True),
-    (torch.float32, ((1 << 24) + 64,), True), (torch.float32, ((1 << 24) - 64,), True),
-    (torch.bfloat16, ((1 << 24) + 8,), True), (torch.float16, (2, (1 << 24) + 64), True),
-    (torch.float16, (4, (1 << 24) + 64), True), (torch.bfloat16, (16, (1 << 21) + 64), True),
-    (torch.bfloat16, (1024, 131072 + 64), True), (torch.float32, (64, 65536), True),
-    (torch.float32, (40, 65536 - 100), True), (torch.float32, (48, 5 * 8192 - 8), True),
-    (torch.bfloat16, (48, 131072), True), (torch.float16, (520, 1 << 18), True),
-    (torch.bfloat16, (1640, 81920), True), (torch.float32, (8, 131072), True),
-    (torch.float32, (3, 70000), True), (torch.float16, (9, 100000), True)],
-    ids=str)
+@pytest.mark.parametrize(
+    "dtype,shape,chunked",
+    [
+        (torch.bfloat16, (1 << 27,), True),
+        (torch.float64, (3 << 24,), True),
+        (torch.float32, (512, 131072 + 64), True),
+        (torch.float32, ((1 << 26) + 100,), True),
+        (torch.float32, ((1 << 28) + 5,), True),
+        (torch.float32, ((1 << 18) + 100,), False),
+        (torch.float32, (64, 65536 + 64), True),
+        (torch.bfloat16, (8, 131072), True),
+        (torch.bfloat16, ((1 << 22) + 8,), True),
+        (torch.float16, ((1 << 21) + 8,), True),
+        (torch.float16, ((1 << 27) + 8,), True),
+        (torch.bfloat16, (32, 131072 + 64), True),
+        (torch.float32, ((1 << 20) + 100,), True),
+        (torch.float32, ((1 << 19) + 5,), True),
+        (torch.float32, ((1 << 24) + 64,), True),
+        (torch.float32, ((1 << 24) - 64,), True),
+        (torch.bfloat16, ((1 << 24) + 8,), True),
+        (torch.float16, (2, (1 << 24) + 64), True),
+        (torch.float16, (4, (1 << 24) + 64), True),
+        (torch.bfloat16, (16, (1 << 21) + 64), True),
+        (torch.bfloat16, (1024, 131072 + 64), True),
+        (torch.float32, (64, 65536), True),
+        (torch.float32, (40, 65536 - 100), True),
+        (torch.float32, (48, 5 * 8192 - 8), True),
+        (torch.bfloat16, (48, 131072), True),
+        (torch.float16, (520, 1 << 18), True),
+        (torch.bfloat16, (1640, 81920), True),
+        (torch.float32, (8, 131072), True),
+        (torch.float32, (3, 70000), True),
+        (torch.float16, (9, 100000), True),
+    ],
+    ids=str,
+)
 def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
     """Full sums and rows take canon_small_kernel in chunks by default where launch.cuh's
     chunks_auto says so (chunks_default here; the float32 2^28 + 5 sum merges 16385 chunk
@@ -729,8 +917,9 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
     most = 2 if dtype.itemsize <= 2 else 1
 
     def canon_launch():
-        runs = [r for r in kernel_launches(lambda: torch.ops.treduce.sum(xc, dims))
-                if "canon" in r[0]]
+        runs = [
+            r for r in kernel_launches(lambda: torch.ops.treduce.sum(xc, dims)) if "canon" in r[0]
+        ]
         assert len(runs) == 1, runs
         return runs[0]
 
@@ -742,25 +931,39 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
         chunks = -(-k // (threads * 64 * per))
         loop = chunk_loop_default(dtype, m, chunks, per, sms)
         assert small_per(name) == str(per) and is_loop_kernel(name) == (loop > 1), name
-        assert (block[0], grid[0], grid[1]) == (threads, -(-chunks // loop), m), \
-            (name, grid, block)
+        assert (block[0], grid[0], grid[1]) == (threads, -(-chunks // loop), m), (name, grid, block)
         cluster = chunk_cluster_default(dtype, chunks, per, loop)
         assert is_cluster_chunks(name) == cluster, name
     assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean")
     for _ in range(3):
         assert_bits(torch.ops.treduce.sum(xc, dims), want, "sum")
-    for spec in ("per=1", "per=2", "threads=64", "threads=128", "threads=256",
-                 "per=2,threads=64", "loop=2", "loop=3", "threads=64,loop=64", "cluster=0",
-                 "cluster=1", "threads=256,cluster=1"):
+    for spec in (
+        "per=1",
+        "per=2",
+        "threads=64",
+        "threads=128",
+        "threads=256",
+        "per=2,threads=64",
+        "loop=2",
+        "loop=3",
+        "threads=64,loop=64",
+        "cluster=0",
+        "cluster=1",
+        "threads=256,cluster=1",
+    ):
         monkeypatch.setenv("TREDUCE_CANON_LAUNCH", f"small=1,{spec}")
         force = dict(kv.split("=") for kv in spec.split(","))
         per = min(int(force["per"]), most) if "per" in force else chunk_per_default(dtype, m, k)
         forced_cluster = bool(int(force["cluster"])) if "cluster" in force else None
-        threads = (int(force["threads"]) if "threads" in force
-                   else chunk_threads_default(dtype, m, k, per, sms, forced_cluster))
+        threads = (
+            int(force["threads"])
+            if "threads" in force
+            else chunk_threads_default(dtype, m, k, per, sms, forced_cluster)
+        )
         chunks = -(-k // (threads * 64 * per))
-        loop = chunk_loop_default(dtype, m, chunks, per, sms,
-                                  int(force["loop"]) if "loop" in force else None)
+        loop = chunk_loop_default(
+            dtype, m, chunks, per, sms, int(force["loop"]) if "loop" in force else None
+        )
         cluster = chunk_cluster_default(dtype, chunks, per, loop, forced_cluster)
         name, grid, block = canon_launch()
         assert small_per(name) == str(per) and is_loop_kernel(name) == (loop > 1), (spec, name)
@@ -770,8 +973,11 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16,
-                                   torch.float8_e4m3fn, torch.float64], ids=str)
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float32, torch.bfloat16, torch.float16, torch.float8_e4m3fn, torch.float64],
+    ids=str,
+)
 @pytest.mark.parametrize("m,k", [(1, (1 << 22) + 77), (16, 131072 + 64)], ids=["full", "rows"])
 def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
     """Chunks of views that start off a 16-byte boundary, x[s:s + n] for s = 0..7 (rows whose
@@ -791,13 +997,19 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     most = 2 if dtype.itemsize <= 2 else 1  # canon_per
     for s in range(8):
-        v = base[s:s + n].view(m, k) if m > 1 else base[s:s + n]
-        vc = base_c[s:s + n].view(m, k) if m > 1 else base_c[s:s + n]
+        v = base[s : s + n].view(m, k) if m > 1 else base[s : s + n]
+        vc = base_c[s : s + n].view(m, k) if m > 1 else base_c[s : s + n]
         want, want_mean = torch.ops.treduce.sum(v, dims), torch.ops.treduce.mean(v, dims)  # CPU
         al = vc.data_ptr() % 16 == 0
         eligible = dtype != torch.float64 or al
-        for spec in (None, "small=1", "small=1,threads=64", "small=1,loop=2", "small=1,per=1",
-                     "small=1,per=2"):
+        for spec in (
+            None,
+            "small=1",
+            "small=1,threads=64",
+            "small=1,loop=2",
+            "small=1,per=1",
+            "small=1,per=2",
+        ):
             set_launch(monkeypatch, spec)
             if s < 3:
                 expect = eligible and (spec is not None or chunked_default(dtype, m, k, sms, al))
@@ -813,12 +1025,18 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
                     assert any(map(is_loop_kernel, names)) == loops, (s, spec, names)
                 # leaves per thread (misaligned 16-bit chunks: one by default here, two forced)
                 if expect and spec in (None, "small=1,per=1", "small=1,per=2"):
-                    per = (chunk_per_default(dtype, m, k, al) if spec is None else
-                           most if not al and dtype.itemsize != 2 else min(int(spec[-1]), most))
+                    per = (
+                        chunk_per_default(dtype, m, k, al)
+                        if spec is None
+                        else most
+                        if not al and dtype.itemsize != 2
+                        else min(int(spec[-1]), most)
+                    )
                     small = [nm for nm in names if is_small_kernel(nm)]
                     assert [small_per(nm) for nm in small] == [str(per)], (s, spec, names)
             assert_bits(torch.ops.treduce.sum(vc, dims), want, f"x[{s}:] {spec}")
             assert_bits(torch.ops.treduce.mean(vc, dims), want_mean, f"mean x[{s}:] {spec}")
+
 
 # (shape, dims, default staged): columns whose reduced element's row is exactly C = 2 or 4
 # outputs, the outputs read C per thread, whose warps stage their leaves (64 rows of the C
@@ -827,16 +1045,24 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
 # planner takes one per thread below a wave of them), partial last leaves, runs of whole leaves
 # (two reduced dims) and runs that leaves straddle (element walk for those warps); forced block
 # shapes keep C per thread on the small ones.
-COLUMN_STAGING_CASES = [((3400000, 2), [0], True), ((64, 53000, 2), [1], True),
-                        ((1700003, 4), [0], True), ((64, 27000, 4), [1], True),
-                        ((48, 4, 640, 4), [1, 2], False), ((48, 4, 650, 4), [1, 2], False),
-                        ((40, 6, 640, 2), [1, 2], False), ((300001, 2), [0], False)]
+COLUMN_STAGING_CASES = [
+    ((3400000, 2), [0], True),
+    ((64, 53000, 2), [1], True),
+    ((1700003, 4), [0], True),
+    ((64, 27000, 4), [1], True),
+    ((48, 4, 640, 4), [1, 2], False),
+    ((48, 4, 650, 4), [1, 2], False),
+    ((40, 6, 640, 2), [1, 2], False),
+    ((300001, 2), [0], False),
+]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64],
-                         ids=str)
-@pytest.mark.parametrize("shape,dims,staged", COLUMN_STAGING_CASES,
-                         ids=[case_id(c) for c in COLUMN_STAGING_CASES])
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64], ids=str
+)
+@pytest.mark.parametrize(
+    "shape,dims,staged", COLUMN_STAGING_CASES, ids=[case_id(c) for c in COLUMN_STAGING_CASES]
+)
 def test_cuda_column_staging_bits(shape, dims, staged, dtype, monkeypatch):
     """The staged column folds (fold_leaf_staged with kCols = C: element e of a staged vector to
     output e % C) make the same nodes as the per-output folds: bits equal the CPU's by default,
@@ -849,8 +1075,9 @@ def test_cuda_column_staging_bits(shape, dims, staged, dtype, monkeypatch):
     x = base[:n].reshape(shape)
     want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
     xc = base.cuda()[:n].reshape(shape)
-    names = [m for m in kernels_run(lambda: torch.ops.treduce.sum(xc, dims))
-             if "canon_kernel<" in m]
+    names = [
+        m for m in kernels_run(lambda: torch.ops.treduce.sum(xc, dims)) if "canon_kernel<" in m
+    ]
     if staged and dtype == torch.float32:  # C outputs per thread, the staged kernel
         assert [canon_args(m)[0::3] for m in names] == [[str(c), "true"]], names
     assert_bits(torch.ops.treduce.sum(xc, dims), want, "default")
@@ -861,8 +1088,8 @@ def test_cuda_column_staging_bits(shape, dims, staged, dtype, monkeypatch):
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean " + spec)
     monkeypatch.delenv("TREDUCE_CANON_LAUNCH")
     for k in (1, 2):  # misaligned starts: 4 or 8 bytes (float32), 2 or 4 (16-bit) past 16
-        v = base[k:k + n].reshape(shape)
-        vc = base.cuda()[k:k + n].reshape(shape)
+        v = base[k : k + n].reshape(shape)
+        vc = base.cuda()[k : k + n].reshape(shape)
         assert_bits(torch.ops.treduce.sum(vc, dims), torch.ops.treduce.sum(v, dims), f"x[{k}:]")
 
 
@@ -870,9 +1097,9 @@ def test_cuda_column_staging_bits(shape, dims, staged, dtype, monkeypatch):
 # one reduced dim (batches of sixteen loads, then single loads for a leaf's rest) or through a
 # Walker over two reduced dims that do not merge (batches of eight).
 COLUMN_FOLD_CASES = [
-    ("K=37", lambda b: b[:37 * 262144].view(37, 262144), [0]),  # two batches and five singles
-    ("K=200", lambda b: b[:200 * 65536].view(200, 65536), [0]),  # three whole leaves and eight
-    ("two dims", lambda b: b[:40 * 7 * 65536].view(40, 7, 65536)[:, :6], [0, 1]),  # Walker
+    ("K=37", lambda b: b[: 37 * 262144].view(37, 262144), [0]),  # two batches and five singles
+    ("K=200", lambda b: b[: 200 * 65536].view(200, 65536), [0]),  # three whole leaves and eight
+    ("two dims", lambda b: b[: 40 * 7 * 65536].view(40, 7, 65536)[:, :6], [0, 1]),  # Walker
 ]
 
 
@@ -886,8 +1113,9 @@ def test_cuda_column_fold_batches(name, view, dims, dtype, monkeypatch):
     base = float_data(40 * 7 * 65536, dtype, seed=41)
     x, xc = view(base), view(base.cuda())
     want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
-    names = [m for m in kernels_run(lambda: torch.ops.treduce.sum(xc, dims))
-             if "canon_kernel<" in m]
+    names = [
+        m for m in kernels_run(lambda: torch.ops.treduce.sum(xc, dims)) if "canon_kernel<" in m
+    ]
     assert [canon_args(m)[0] for m in names] == ["4"], names
     assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{name} default")
     assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"{name} mean default")
@@ -911,8 +1139,11 @@ def test_cuda_column_tiles_split_for_whole_waves(monkeypatch):
     monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "y=16")
     assert_bits(torch.ops.treduce.sum(xc, dims), want, "y=16")
     assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean y=16")
-    grids = [g for m, g, _ in kernel_launches(lambda: torch.ops.treduce.sum(xc, dims))
-             if "canon_kernel<" in m]
+    grids = [
+        g
+        for m, g, _ in kernel_launches(lambda: torch.ops.treduce.sum(xc, dims))
+        if "canon_kernel<" in m
+    ]
     props = torch.cuda.get_device_properties(0)
     if props.multi_processor_count == 132:  # an H200 or H100 SXM: 396 resident blocks
         assert grids == [(512, 2, 1)], grids
@@ -921,10 +1152,12 @@ def test_cuda_column_tiles_split_for_whole_waves(monkeypatch):
 
 
 # (shape, dtype): the grid on an H200 (132 SMs: 396 resident blocks of either kernel)
-NCHW_LANES = [((32, 512, 28, 28), torch.float32, (16, 49, 1)),
-              ((32, 512, 28, 28), torch.bfloat16, (16, 49, 1)),
-              ((64, 256, 56, 56), torch.float32, (256, 3, 1)),
-              ((64, 256, 56, 56), torch.bfloat16, (8, 98, 1))]
+NCHW_LANES = [
+    ((32, 512, 28, 28), torch.float32, (16, 49, 1)),
+    ((32, 512, 28, 28), torch.bfloat16, (16, 49, 1)),
+    ((64, 256, 56, 56), torch.float32, (256, 3, 1)),
+    ((64, 256, 56, 56), torch.bfloat16, (8, 98, 1)),
+]
 
 
 @pytest.mark.parametrize("shape,dtype,grid", NCHW_LANES, ids=str)
@@ -946,16 +1179,18 @@ def test_cuda_nchw_statistics_take_output_lanes_for_whole_waves(shape, dtype, gr
         assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{spec}")
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
     set_launch(monkeypatch, None)
-    grids = [g for m, g, _ in kernel_launches(lambda: torch.ops.treduce.sum(xc, dims))
-             if "canon_kernel<" in m]
+    grids = [
+        g
+        for m, g, _ in kernel_launches(lambda: torch.ops.treduce.sum(xc, dims))
+        if "canon_kernel<" in m
+    ]
     assert len(grids) == 1, grids
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:
         assert grids[0] == grid, grids
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
-@pytest.mark.parametrize("shape", [(128, 256, 7, 7), (32, 1024, 14, 14), (256, 160, 5, 5)],
-                         ids=str)
+@pytest.mark.parametrize("shape", [(128, 256, 7, 7), (32, 1024, 14, 14), (256, 160, 5, 5)], ids=str)
 def test_cuda_short_runs_take_32_output_lanes(shape, dtype, monkeypatch):
     """NCHW statistics whose H x W runs are shorter than 1 KB, with leaves enough for fewer than 8
     output lanes: the planner takes 32, so that a block's leaves at one reduced position are 32
@@ -971,16 +1206,29 @@ def test_cuda_short_runs_take_32_output_lanes(shape, dtype, monkeypatch):
         assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{spec}")
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
     set_launch(monkeypatch, None)
-    launches = [(g, b) for m, g, b in kernel_launches(lambda: torch.ops.treduce.sum(xc, dims))
-                if "canon_kernel<" in m]
+    launches = [
+        (g, b)
+        for m, g, b in kernel_launches(lambda: torch.ops.treduce.sum(xc, dims))
+        if "canon_kernel<" in m
+    ]
     assert len(launches) == 1, launches
-    (grid, block), = launches
+    ((grid, block),) = launches
     assert grid[0] == math.ceil(shape[1] / 32) and block[0] == 256, launches
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
-@pytest.mark.parametrize("shape", [(32, 512, 28, 28), (6, 40, 14, 14), (5, 24, 9, 80),
-                                   (3, 16, 1, 100), (4, 8, 7, 7), (7, 24, 5, 5)], ids=str)
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (32, 512, 28, 28),
+        (6, 40, 14, 14),
+        (5, 24, 9, 80),
+        (3, 16, 1, 100),
+        (4, 8, 7, 7),
+        (7, 24, 5, 5),
+    ],
+    ids=str,
+)
 def test_cuda_leaves_across_two_runs(shape, dtype, monkeypatch):
     """Statistics over (0, 2, 3) whose H x W is not a multiple of 64: a whole leaf that crosses
     from one run into the next is two pieces, loaded in one batch where both are whole aligned
@@ -1001,14 +1249,23 @@ def test_cuda_leaves_across_two_runs(shape, dtype, monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
-@pytest.mark.parametrize("shape,dims", [((128, 256, 7, 7), [0, 2, 3]), ((64, 96, 5, 5), [0, 2, 3]),
-                                        ((300, 40, 3, 3), [0, 2, 3]), ((2048, 33, 31), [0, 2]),
-                                        ((4096, 24, 1, 2), [0, 3]), ((96, 130, 63), [0, 2]),
-                                        ((48, 40, 10, 10), [0, 2, 3]),
-                                        ((40, 24, 15, 15), [0, 2, 3]),
-                                        ((20, 72, 14, 14), [0, 2, 3]),
-                                        ((4, 3, 10, 10), [0, 2, 3]), ((3, 5, 7, 9), [0, 2, 3])],
-                         ids=str)
+@pytest.mark.parametrize(
+    "shape,dims",
+    [
+        ((128, 256, 7, 7), [0, 2, 3]),
+        ((64, 96, 5, 5), [0, 2, 3]),
+        ((300, 40, 3, 3), [0, 2, 3]),
+        ((2048, 33, 31), [0, 2]),
+        ((4096, 24, 1, 2), [0, 3]),
+        ((96, 130, 63), [0, 2]),
+        ((48, 40, 10, 10), [0, 2, 3]),
+        ((40, 24, 15, 15), [0, 2, 3]),
+        ((20, 72, 14, 14), [0, 2, 3]),
+        ((4, 3, 10, 10), [0, 2, 3]),
+        ((3, 5, 7, 9), [0, 2, 3]),
+    ],
+    ids=str,
+)
 def test_cuda_leaves_over_short_runs(shape, dims, dtype, monkeypatch):
     """Reductions over an outer dim and an innermost run shorter than a leaf (NCHW statistics
     with H x W < 64): every whole leaf spans two or more runs, and a warp's 32 whole leaves are
@@ -1025,8 +1282,17 @@ def test_cuda_leaves_over_short_runs(shape, dims, dtype, monkeypatch):
     x = float_data(n, dtype, seed=n + 5).reshape(shape)
     want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
     xc = x.cuda()
-    for spec in (None, "y=256", "y=256,per=2", "y=128", "y=32", "y=8", "y=1", "y=8,splits=4",
-                 "y=256,lat=1"):
+    for spec in (
+        None,
+        "y=256",
+        "y=256,per=2",
+        "y=128",
+        "y=32",
+        "y=8",
+        "y=1",
+        "y=8,splits=4",
+        "y=256,lat=1",
+    ):
         set_launch(monkeypatch, spec)
         assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{spec}")
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
@@ -1034,8 +1300,23 @@ def test_cuda_leaves_over_short_runs(shape, dims, dtype, monkeypatch):
 
 def test_launch_override_is_validated(monkeypatch):
     x = torch.randn(1000, device="cuda")
-    for bad in ("y=3", "y=512", "splits=0", "rounds=3", "per=3", "lat=2", "small=2", "grid=4",
-                "threads=32", "threads=96", "loop=0", "loop=65", "cluster=2", "whole=2", "fast"):
+    for bad in (
+        "y=3",
+        "y=512",
+        "splits=0",
+        "rounds=3",
+        "per=3",
+        "lat=2",
+        "small=2",
+        "grid=4",
+        "threads=32",
+        "threads=96",
+        "loop=0",
+        "loop=65",
+        "cluster=2",
+        "whole=2",
+        "fast",
+    ):
         monkeypatch.setenv("TREDUCE_CANON_LAUNCH", bad)
         with pytest.raises(RuntimeError, match="TREDUCE_CANON_LAUNCH"):
             torch.ops.treduce.sum(x)
@@ -1082,12 +1363,23 @@ def float_data(n, dtype, seed):
     return half_data(n, dtype, seed=seed)
 
 
-@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16,
-                                   torch.float8_e4m3fn, torch.float8_e5m2])
-@pytest.mark.parametrize("shape,dims", [((100003,), None), ((37, 5000), [1]), ((5000, 40), [0]),
-                                        ((8, 64, 33, 17), [0, 2, 3]), ((3001, 16), [1]),
-                                        ((1501, 32), [1]), ((4096, 2048), [0]),
-                                        (((1 << 24) + 3,), None), ((2048, 8192), [1])])
+@pytest.mark.parametrize(
+    "dtype", [torch.float64, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2]
+)
+@pytest.mark.parametrize(
+    "shape,dims",
+    [
+        ((100003,), None),
+        ((37, 5000), [1]),
+        ((5000, 40), [0]),
+        ((8, 64, 33, 17), [0, 2, 3]),
+        ((3001, 16), [1]),
+        ((1501, 32), [1]),
+        ((4096, 2048), [0]),
+        (((1 << 24) + 3,), None),
+        ((2048, 8192), [1]),
+    ],
+)
 def test_cuda_bits_equal_cpu_for_every_float_dtype(dtype, shape, dims):
     n = math.prod(shape)
     x = float_data(n, dtype, seed=n).reshape(shape)
@@ -1096,14 +1388,23 @@ def test_cuda_bits_equal_cpu_for_every_float_dtype(dtype, shape, dims):
     if dtype in (torch.float16, torch.bfloat16):
         out_dtypes.append(torch.float32)
     for out in out_dtypes:
-        assert_bits(torch.ops.treduce.sum(xc, dims, dtype=out),
-                    torch.ops.treduce.sum(x, dims, dtype=out), f"sum dtype={out}")
-        assert_bits(torch.ops.treduce.mean(xc, dims, dtype=out),
-                    torch.ops.treduce.mean(x, dims, dtype=out), f"mean dtype={out}")
+        assert_bits(
+            torch.ops.treduce.sum(xc, dims, dtype=out),
+            torch.ops.treduce.sum(x, dims, dtype=out),
+            f"sum dtype={out}",
+        )
+        assert_bits(
+            torch.ops.treduce.mean(xc, dims, dtype=out),
+            torch.ops.treduce.mean(x, dims, dtype=out),
+            f"mean dtype={out}",
+        )
     if dtype == torch.float64:  # also float32 input with a float64 result
         f = cancel_data(n, seed=n).reshape(shape)
-        assert_bits(torch.ops.treduce.sum(f.cuda(), dims, dtype=torch.float64),
-                    torch.ops.treduce.sum(f, dims, dtype=torch.float64), "float32 -> float64")
+        assert_bits(
+            torch.ops.treduce.sum(f.cuda(), dims, dtype=torch.float64),
+            torch.ops.treduce.sum(f, dims, dtype=torch.float64),
+            "float32 -> float64",
+        )
 
 
 @pytest.mark.parametrize("n", [1 << 20, 1 << 23], ids=["2^20", "2^23"])
@@ -1156,7 +1457,9 @@ def test_cuda_float_specials_and_extremes(dtype, n):
                 keep = ~want.isnan()
                 assert_bits(got[keep], want[keep], f"{name}: {what} dtype={out}")
     zeros = torch.full((1 << 16,), -0.0, dtype=dtype)
-    assert_bits(torch.ops.treduce.sum(zeros.cuda()), torch.zeros((), dtype=dtype), "a zero sum is +0")
+    assert_bits(
+        torch.ops.treduce.sum(zeros.cuda()), torch.zeros((), dtype=dtype), "a zero sum is +0"
+    )
 
 
 def float16_run_data(n, k, seed):
@@ -1169,20 +1472,39 @@ def float16_run_data(n, k, seed):
     i = torch.arange(n) % k
     big = torch.where(i < k // 2, 65504.0, -65504.0)
     sign = 2 * torch.randint(0, 2, (n,), generator=g) - 1
-    tiny = (torch.randint(1, 1024, (n,), generator=g) * sign).double() * 2.0 ** -24
+    tiny = (torch.randint(1, 1024, (n,), generator=g) * sign).double() * 2.0**-24
     mirror = torch.where(i < k // 2, i, i - k // 2)
     x = torch.where((mirror % 10 < 7) & (i < k // 2 * 2), big, tiny)
     return x.to(torch.float16)
 
 
-@pytest.mark.parametrize("spec", [None, "small=1,per=1", "small=1,per=2", "small=1,threads=64",
-                                  "small=1,threads=128,per=1", "small=1,per=1,loop=4",
-                                  "small=1,cluster=1", "small=1,cluster=0", "small=0"])
-@pytest.mark.parametrize("shape,dims", [(((1 << 22) + 64,), None), ((4, 1 << 20), [1]),
-                                        ((8, 1 << 16), [1]),
-                                        ((64, 16384), [1]), ((3, 32768), [1]),
-                                        (((1 << 20) + 4096 + 40,), None), ((5, 3000), [1])],
-                         ids=str)
+@pytest.mark.parametrize(
+    "spec",
+    [
+        None,
+        "small=1,per=1",
+        "small=1,per=2",
+        "small=1,threads=64",
+        "small=1,threads=128,per=1",
+        "small=1,per=1,loop=4",
+        "small=1,cluster=1",
+        "small=1,cluster=0",
+        "small=0",
+    ],
+)
+@pytest.mark.parametrize(
+    "shape,dims",
+    [
+        (((1 << 22) + 64,), None),
+        ((4, 1 << 20), [1]),
+        ((8, 1 << 16), [1]),
+        ((64, 16384), [1]),
+        ((3, 32768), [1]),
+        (((1 << 20) + 4096 + 40,), None),
+        ((5, 3000), [1]),
+    ],
+    ids=str,
+)
 def test_cuda_float16_runs_sum_exactly_in_any_order(shape, dims, spec, monkeypatch):
     """float16 sums fold each warp's whole aligned run in any order, straight from global
     memory (canon.cuh's fold_run_any_order; NOTES step 131): every sum of at most 2^13 float16
@@ -1195,15 +1517,23 @@ def test_cuda_float16_runs_sum_exactly_in_any_order(shape, dims, spec, monkeypat
     xc = x.cuda()
     set_launch(monkeypatch, spec)
     for out in (torch.float32, None, torch.float64):
-        assert_bits(torch.ops.treduce.sum(xc, dims, dtype=out),
-                    torch.ops.treduce.sum(x, dims, dtype=out), f"sum dtype={out}")
-    assert_bits(torch.ops.treduce.mean(xc, dims, dtype=torch.float32),
-                torch.ops.treduce.mean(x, dims, dtype=torch.float32), "mean")
+        assert_bits(
+            torch.ops.treduce.sum(xc, dims, dtype=out),
+            torch.ops.treduce.sum(x, dims, dtype=out),
+            f"sum dtype={out}",
+        )
+    assert_bits(
+        torch.ops.treduce.mean(xc, dims, dtype=torch.float32),
+        torch.ops.treduce.mean(x, dims, dtype=torch.float32),
+        "mean",
+    )
     if k >= 1 << 16:
         # the data tells orders apart: torch's double sums (another tree), rounded to float32,
         # differ in the bits
-        assert (torch.sum(x.double(), dims).float() !=
-                torch.ops.treduce.sum(x, dims, dtype=torch.float32)).any()
+        assert (
+            torch.sum(x.double(), dims).float()
+            != torch.ops.treduce.sum(x, dims, dtype=torch.float32)
+        ).any()
 
 
 @pytest.mark.slow
@@ -1212,10 +1542,16 @@ def test_cuda_float32_sums_are_correctly_rounded_at_2_28():
     float64 tree of TwoSums): every sum equals fl32(exact), every mean is within 1 ulp of
     fl32(exact / N)."""
     rows = accuracy.accuracy(28, "cuda")
-    bad = [f"{r['data']}: sum {r['ours']!r}, exact {r['exact']!r}" for r in rows
-           if not r["ours_correct"]]
-    bad += [f"{r['data']}: mean off by {r['mean_ulps']:+.2f} ulps" for r in rows
-            if not r["mean_within_1ulp"]]
+    bad = [
+        f"{r['data']}: sum {r['ours']!r}, exact {r['exact']!r}"
+        for r in rows
+        if not r["ours_correct"]
+    ]
+    bad += [
+        f"{r['data']}: mean off by {r['mean_ulps']:+.2f} ulps"
+        for r in rows
+        if not r["mean_within_1ulp"]
+    ]
     assert len(rows) == 4 and not bad, bad
 
 
@@ -1225,8 +1561,15 @@ def test_cuda_16bit_sums_at_2_28():
     16-bit result equals fl16(exact) or is no farther from the exact sum than torch.sum's (issue
     4: never worse than torch), and every float32 result (dtype=torch.float32) is fl32(exact)."""
     rows = accuracy.half_accuracy(28, "cuda")
-    bad = [f"{r['dtype']} {r['data']}: 16-bit {r['ours16']!r} (torch {r['torch16']!r}), "
-           f"exact {r['exact']!r}" for r in rows if not r["ours16_ok"]]
-    bad += [f"{r['dtype']} {r['data']}: float32 off by {r['ours32_ulps']:+.2f} ulps" for r in rows
-            if not r["ours32_correct"]]
+    bad = [
+        f"{r['dtype']} {r['data']}: 16-bit {r['ours16']!r} (torch {r['torch16']!r}), "
+        f"exact {r['exact']!r}"
+        for r in rows
+        if not r["ours16_ok"]
+    ]
+    bad += [
+        f"{r['dtype']} {r['data']}: float32 off by {r['ours32_ulps']:+.2f} ulps"
+        for r in rows
+        if not r["ours32_correct"]
+    ]
     assert len(rows) == 8 and not bad, bad

@@ -1,5 +1,6 @@
 """torch_reduce.override(): routing, fallback, counts, gradients, torch.compile, and the MLP
 example's loss curve against plain torch."""
+
 import sys
 from pathlib import Path
 
@@ -30,7 +31,8 @@ def test_routes_functions_and_methods(device):
         with torch_reduce.override() as mode:
             got_f, got_g = f(), g()
         has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key(
-            f"treduce::{name}", "CUDA" if device == "cuda" else "CPU")
+            f"treduce::{name}", "CUDA" if device == "cuda" else "CPU"
+        )
         assert mode.routed[name] == (2 if has_kernel else 0), name
         assert mode.fallback[name] == (0 if has_kernel else 2), name
         for got, want in ((got_f, want_f), (got_g, want_g)):
@@ -42,11 +44,11 @@ def test_falls_back_when_unsupported():
     x = torch.randn(3, 4)
     out = torch.empty(3)
     with torch_reduce.override() as mode:
-        torch.sum(x, 1, out=out)                                    # out=
-        torch.sum(torch.randn(3, dtype=torch.complex64))            # complex
-        torch.sum(x.to_sparse())                                    # sparse layout
-        torch.sum(torch.ones(3, device="meta"))                     # no treduce kernel there
-        torch.sum(x)                                                # routed
+        torch.sum(x, 1, out=out)  # out=
+        torch.sum(torch.randn(3, dtype=torch.complex64))  # complex
+        torch.sum(x.to_sparse())  # sparse layout
+        torch.sum(torch.ones(3, device="meta"))  # no treduce kernel there
+        torch.sum(x)  # routed
     assert mode.routed["sum"] == 1
     assert mode.fallback["sum"] == 4
     with torch_reduce.override() as mode, pytest.raises(RuntimeError, match="mean"):
@@ -82,4 +84,5 @@ def test_under_torch_compile():
 @pytest.mark.parametrize("device", DEVICES)
 def test_mlp_example_matches_plain_torch(device):
     import train_mlp
+
     assert train_mlp.main(steps=20, device=device) < 1e-4

@@ -3,6 +3,7 @@
 Each test function runs one (device, dtype, layout) and loops over shapes, dims and keepdim, so a
 failure message names the exact case.
 """
+
 import pytest
 import torch
 from conftest import (
@@ -47,8 +48,9 @@ def test_amax_matches_torch(device, dtype, layout):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("out_dtype", ALL_DTYPES, ids=str)
-@pytest.mark.parametrize("in_dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32,
-                                      torch.bool], ids=str)
+@pytest.mark.parametrize(
+    "in_dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.bool], ids=str
+)
 def test_sum_dtype_argument(device, in_dtype, out_dtype):
     """dtype= means: convert the input, then sum; the output has that dtype."""
     for shape, dim in [((37, 29), 1), ((37, 29), 0), ((1000,), None), ((4, 5, 6), [0, 2])]:
@@ -67,8 +69,9 @@ def test_sum_dtype_argument(device, in_dtype, out_dtype):
 def test_python_wrappers(device):
     x = make_input((6, 5, 4), torch.float32, device)
     assert torch.allclose(torch_reduce.sum(x, dim=1), x.sum(1), rtol=1e-5, atol=1e-6)
-    assert torch.allclose(torch_reduce.sum(x, (0, -1), True), x.sum((0, -1), True), rtol=1e-5,
-                          atol=1e-5)
+    assert torch.allclose(
+        torch_reduce.sum(x, (0, -1), True), x.sum((0, -1), True), rtol=1e-5, atol=1e-5
+    )
     assert torch_reduce.sum(x, [0, -1], True, dtype=torch.float64).dtype == torch.float64
     assert torch.equal(torch_reduce.amax(x), x.amax())
     assert torch.equal(torch_reduce.amax(x, dim=(0, 2), keepdim=True), x.amax((0, 2), True))
@@ -79,13 +82,14 @@ def test_python_wrappers(device):
     # 1 ulp + 0.1 u sum|x|). Compared with torch.sum at rtol 1e-5 it failed in 0.35% of fresh
     # draws: when the 120 values cancel, torch's float32 sum is further off than that.
     exact = x.double().sum()
-    bound = 2.0 ** -23 * exact.abs() + 0.1 * 2.0 ** -24 * x.double().abs().sum()
+    bound = 2.0**-23 * exact.abs() + 0.1 * 2.0**-24 * x.double().abs().sum()
     assert (torch.ops.treduce.sum(x).double() - exact).abs() <= bound
     assert torch_reduce.sum.__doc__ and torch_reduce.amax.__doc__
 
 
 # ------------------------------------------------------------------------------------------------
 # Special values, 0-d and empty tensors
+
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
@@ -120,16 +124,26 @@ def test_zero_dim_tensor(device, dtype):
             theirs = torch.sum(x, dim, keepdim) if dim is not None else torch.sum(x)
             assert_same_bits(ours, theirs, f"sum 0-d dim={dim}")
             d = dim or []
-            assert_same_bits(torch.ops.treduce.amax(x, d, keepdim), torch.amax(x, d, keepdim),
-                             f"amax 0-d dim={dim}")
+            assert_same_bits(
+                torch.ops.treduce.amax(x, d, keepdim),
+                torch.amax(x, d, keepdim),
+                f"amax 0-d dim={dim}",
+            )
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32, torch.bool], ids=str)
 def test_empty_tensors(device, dtype):
     x = torch.empty((0, 4, 3), dtype=dtype, device=device)
-    for dim, keepdim in [(None, False), ([0], False), ([0], True), ([0, 2], False), ([1], False),
-                         ([2], True), ([], False)]:
+    for dim, keepdim in [
+        (None, False),
+        ([0], False),
+        ([0], True),
+        ([0, 2], False),
+        ([1], False),
+        ([2], True),
+        ([], False),
+    ]:
         ours = torch.ops.treduce.sum(x, dim, keepdim)
         theirs = torch.sum(x, dim, keepdim) if dim is not None else torch.sum(x)
         assert_same_bits(ours, theirs, f"sum empty dim={dim} keepdim={keepdim}")
@@ -152,6 +166,7 @@ def test_empty_amax_raises_like_torch(device):
 
 # ------------------------------------------------------------------------------------------------
 # Errors: the same exception types as torch, with clear messages
+
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_dim_errors_match_torch(device):
@@ -185,8 +200,17 @@ def test_unsupported_dtypes(device):
 # ------------------------------------------------------------------------------------------------
 # Larger shapes on the CPU (the kernels' long-row and chunked paths)
 
-@pytest.mark.parametrize("shape,dim", [((3, 100_000), [1]), ((100_000, 3), [0]), ((40_000,), None),
-                                       ((70_000, 2), [0]), ((2, 70_001), None)])
+
+@pytest.mark.parametrize(
+    "shape,dim",
+    [
+        ((3, 100_000), [1]),
+        ((100_000, 3), [0]),
+        ((40_000,), None),
+        ((70_000, 2), [0]),
+        ((2, 70_001), None),
+    ],
+)
 def test_cpu_long_reductions(shape, dim):
     x = make_input(shape, torch.float32, "cpu")
     ref, absref, _ = reference_sum(x, dim, False)
@@ -203,9 +227,12 @@ def test_cpu_at_least_as_accurate_as_torch():
     worse here, far outside the margin.
     """
     n = 1 << 22
-    data = {"all 0.1": lambda: torch.full((n,), 0.1), "uniform": lambda: torch.rand(n),
-            "randn": lambda: torch.randn(n),
-            "wide range": lambda: torch.randn(n) * torch.exp2(torch.randint(-20, 20, (n,)).float())}
+    data = {
+        "all 0.1": lambda: torch.full((n,), 0.1),
+        "uniform": lambda: torch.rand(n),
+        "randn": lambda: torch.randn(n),
+        "wide range": lambda: torch.randn(n) * torch.exp2(torch.randint(-20, 20, (n,)).float()),
+    }
     for name, make in data.items():
         ours = theirs = ulps = 0.0
         for _ in range(8):

@@ -6,6 +6,7 @@
 - the split kernels' counter pool: nothing per call, and at most one pool (kCounterPoolBytes)
   per captured graph.
 """
+
 import gc
 import threading
 
@@ -23,16 +24,24 @@ SPARE_POOLS = 16  # reduce_cuda.cu: kSpareBatch
 def workload(device="cuda"):
     """Inputs that reach the split kernels (and so the counters) and the unsplit ones."""
     g = torch.Generator(device="cpu").manual_seed(1234)
-    shapes = [((1 << 20,), None), ((3, 1 << 18), [1]), ((1 << 16, 17), [0]), ((64, 4096), [1]),
-              ((256, 64, 8), [1]), ((32, 64, 7, 7), [0, 2, 3])]
+    shapes = [
+        ((1 << 20,), None),
+        ((3, 1 << 18), [1]),
+        ((1 << 16, 17), [0]),
+        ((64, 4096), [1]),
+        ((256, 64, 8), [1]),
+        ((32, 64, 7, 7), [0, 2, 3]),
+    ]
     out = []
     for shape, dims in shapes:
         x = torch.randn(shape, generator=g).to(device)
-        out += [(lambda x=x, d=dims: torch_reduce.sum(x, d)),
-                (lambda x=x, d=dims: torch_reduce.mean(x.bfloat16(), d)),
-                (lambda x=x, d=dims: torch_reduce.amax(x, d)),
-                (lambda x=x, d=dims: torch_reduce.prod(1 + x / 64, d)),
-                (lambda x=x: torch_reduce.argmax(x.view(-1)))]
+        out += [
+            (lambda x=x, d=dims: torch_reduce.sum(x, d)),
+            (lambda x=x, d=dims: torch_reduce.mean(x.bfloat16(), d)),
+            (lambda x=x, d=dims: torch_reduce.amax(x, d)),
+            (lambda x=x, d=dims: torch_reduce.prod(1 + x / 64, d)),
+            (lambda x=x: torch_reduce.argmax(x.view(-1))),
+        ]
     return out
 
 
@@ -68,12 +77,15 @@ def test_threads_on_many_streams_match_serial():
     for t, got in results.items():
         for k, out in got:
             assert torch.equal(out, serial[k]) or (
-                out.is_floating_point() and torch.equal(out.isnan(), serial[k].isnan())
-                and torch.equal(out[~out.isnan()], serial[k][~serial[k].isnan()])), (t, k)
+                out.is_floating_point()
+                and torch.equal(out.isnan(), serial[k].isnan())
+                and torch.equal(out[~out.isnan()], serial[k][~serial[k].isnan()])
+            ), (t, k)
 
 
 def test_compile_reduce_overhead_fresh_data():
     """CUDA graphs through torch.compile: each call's fresh input gives that input's result."""
+
     def f(x):
         return torch_reduce.sum(x, 1), torch_reduce.amax(x, 0), torch_reduce.mean(x)
 

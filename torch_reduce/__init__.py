@@ -1,10 +1,11 @@
 """torch-reduce: hand-written CUDA (and CPU) reductions registered as ``torch.ops.treduce.*``.
 
-    import torch, torch_reduce
-    torch.ops.treduce.sum(x, [1])          # same as x.sum(1)
-    torch_reduce.amax(x, dim=(0, 2), keepdim=True)
-    torch_reduce.argmax(x, dim=1)
+import torch, torch_reduce
+torch.ops.treduce.sum(x, [1])          # same as x.sum(1)
+torch_reduce.amax(x, dim=(0, 2), keepdim=True)
+torch_reduce.argmax(x, dim=1)
 """
+
 import torch  # noqa: F401  (loads libtorch before our extension, so "import torch_reduce" works alone)
 
 
@@ -13,11 +14,13 @@ def _load_extension() -> None:
     module = "_C"
     try:
         from . import _C  # noqa: F401
+
         module = "_fast"
         from . import _fast  # noqa: F401
     except ImportError as e:
         try:
             from . import _build_info
+
             built = f"torch {_build_info.TORCH_VERSION} (CUDA {_build_info.CUDA_VERSION})"
         except ImportError:
             built = "an unknown torch (torch_reduce/_build_info.py is missing: was it built?)"
@@ -37,6 +40,18 @@ from . import ops  # noqa: E402  (the wrappers need the schemas from _C)
 from .ops import amax, amin, argmax, argmin, bitwise_and, bitwise_or, bitwise_xor, mean, prod, sum  # noqa: E402
 from .override import override  # noqa: E402
 
-__all__ = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "bitwise_and", "bitwise_or",
-           "bitwise_xor", "override", "ops"]
+__all__ = [
+    "sum",
+    "mean",
+    "prod",
+    "amax",
+    "amin",
+    "argmax",
+    "argmin",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "override",
+    "ops",
+]
 __version__ = "0.1.0"

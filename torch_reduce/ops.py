@@ -5,6 +5,7 @@ which also registers the Meta kernels that torch.compile's fake tensors run; the
 formulas in csrc/autograd.cpp. This module parses arguments as torch's bindings do and calls
 the ops.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -13,8 +14,18 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "bitwise_and", "bitwise_or",
-           "bitwise_xor"]
+__all__ = [
+    "sum",
+    "mean",
+    "prod",
+    "amax",
+    "amin",
+    "argmax",
+    "argmin",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+]
 
 DimArg = int | Sequence[int] | None
 
@@ -53,7 +64,7 @@ _K_AND, _K_OR, _K_XOR = _fast.OPS["bitwise_and"], _fast.OPS["bitwise_or"], _fast
 # torch.ops.aten takes (True as a dim, a set of dims, keepdim=None); the wrappers take what
 # torch.sum and torch.amax take.
 
-_INT64 = (-2**63, 2**63 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
 _NAMED = ("sum", "mean", "prod")  # torch's overloads with named dims: a str dim is a name there
 
 
@@ -66,20 +77,24 @@ def _index(op: str, v, pos: int | None) -> int | torch.SymInt:
     """One dim, as torch parses an int: Python and NumPy integers and single-element integer
     tensors, never bools. `pos`: its position in a sequence (1-based), None for a bare dim."""
     if isinstance(v, (bool, float, complex, str)) or v is None:
-        raise TypeError(f"{op}(): argument 'dim' must be int or a sequence of ints, "
-                        f"not {_type_name(v)}")
+        raise TypeError(
+            f"{op}(): argument 'dim' must be int or a sequence of ints, not {_type_name(v)}"
+        )
     if isinstance(v, torch.SymInt):
         return v
     try:
         d = operator.index(v)
     except TypeError:
-        raise TypeError(f"{op}(): argument 'dim' must be int or a sequence of ints, "
-                        f"not {_type_name(v)}") from None
+        raise TypeError(
+            f"{op}(): argument 'dim' must be int or a sequence of ints, not {_type_name(v)}"
+        ) from None
     if not _INT64[0] <= d <= _INT64[1]:
         if pos is None:
             raise ValueError("Overflow when unpacking long long")
-        raise TypeError(f"{op}(): argument 'dim' failed to unpack the object at pos {pos} with "
-                        "error \"Overflow when unpacking long long\"")
+        raise TypeError(
+            f"{op}(): argument 'dim' failed to unpack the object at pos {pos} with "
+            'error "Overflow when unpacking long long"'
+        )
     return d
 
 
@@ -87,13 +102,16 @@ def _dim_list(op: str, dim) -> list[int | torch.SymInt] | None:
     """dim for the int[1]? schemas: None, one dim, or a list or tuple of dims."""
     if dim is None:
         return None
-    if isinstance(dim, str) or (isinstance(dim, (list, tuple)) and builtins.any(
-            isinstance(d, str) for d in dim)):
+    if isinstance(dim, str) or (
+        isinstance(dim, (list, tuple)) and builtins.any(isinstance(d, str) for d in dim)
+    ):
         if op in _NAMED:
-            raise RuntimeError(f"treduce.{op}: named dims are not supported (got {dim!r}); "
-                               "pass dims as ints")
-        raise TypeError(f"{op}(): argument 'dim' must be int or a sequence of ints, not "
-                        f"{_type_name(dim)}")
+            raise RuntimeError(
+                f"treduce.{op}: named dims are not supported (got {dim!r}); pass dims as ints"
+            )
+        raise TypeError(
+            f"{op}(): argument 'dim' must be int or a sequence of ints, not {_type_name(dim)}"
+        )
     if isinstance(dim, (list, tuple)):
         return [_index(op, d, i + 1) for i, d in enumerate(dim)]
     return [_index(op, dim, None)]
@@ -112,8 +130,9 @@ def _dim_one(op: str, dim) -> int | torch.SymInt | None:
 
 def _check_call(op: str, input, keepdim, dtype=None) -> None:
     if not isinstance(input, torch.Tensor):
-        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{_type_name(input)}")
+        raise TypeError(
+            f"{op}(): argument 'input' (position 1) must be Tensor, not {_type_name(input)}"
+        )
     if not isinstance(keepdim, bool):
         raise TypeError(f"{op}(): argument 'keepdim' must be bool, not {_type_name(keepdim)}")
     if dtype is not None and not isinstance(dtype, torch.dtype):
@@ -129,8 +148,13 @@ def _by_dims(op: str, overload, input, dim, keepdim, dtype=None):
     return overload(input, dims, keepdim, dtype=dtype)
 
 
-def sum(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *,
-        dtype: torch.dtype | None = None) -> torch.Tensor:
+def sum(
+    input: torch.Tensor,
+    dim: DimArg = None,
+    keepdim: bool = False,
+    *,
+    dtype: torch.dtype | None = None,
+) -> torch.Tensor:
     """Sum of ``input`` over ``dim``; the same result and semantics as :func:`torch.sum`.
 
     Args:
@@ -164,8 +188,13 @@ def amax(input: torch.Tensor, dim: DimArg = (), keepdim: bool = False) -> torch.
     return _AMAX(input, _dim_list("amax", dim) or [], keepdim)
 
 
-def mean(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *,
-         dtype: torch.dtype | None = None) -> torch.Tensor:
+def mean(
+    input: torch.Tensor,
+    dim: DimArg = None,
+    keepdim: bool = False,
+    *,
+    dtype: torch.dtype | None = None,
+) -> torch.Tensor:
     """Mean of ``input`` over ``dim``; the same result and semantics as :func:`torch.mean`.
 
     Floating inputs only, unless ``dtype=`` names a floating dtype (integers raise, as in torch).
@@ -181,8 +210,13 @@ def mean(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *,
     return _by_dims("mean", _MEAN, input, dim, keepdim, dtype)
 
 
-def prod(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *,
-         dtype: torch.dtype | None = None) -> torch.Tensor:
+def prod(
+    input: torch.Tensor,
+    dim: DimArg = None,
+    keepdim: bool = False,
+    *,
+    dtype: torch.dtype | None = None,
+) -> torch.Tensor:
     """Product of ``input`` over ``dim`` (several dims at once allowed), as :func:`torch.prod`.
 
     Integer and bool inputs give int64 (with wrap-around). The product over an empty dim is 1.

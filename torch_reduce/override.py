@@ -10,6 +10,7 @@ which treduce has a kernel for that op, and its arguments have a treduce equival
 no unknown keywords); anything else falls back to torch unchanged. Results, errors and gradients
 are those of the treduce ops, which follow torch's semantics.
 """
+
 from __future__ import annotations
 
 import collections
@@ -29,15 +30,26 @@ for _name in _NAMES:
 # The dtypes the treduce ops take (csrc/plan.cpp checks them and raises for the others; here they
 # decide the routing: any other dtype goes to torch, which handles it).
 _SUPPORTED = {
-    torch.float32, torch.float64, torch.float16, torch.bfloat16,
-    torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool,
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.bfloat16,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.uint8,
+    torch.bool,
 }
 _FP8 = {torch.float8_e4m3fn, torch.float8_e5m2}
 _TAKES_FP8 = {"sum", "mean", "amax", "amin"}
 # Which (op, device type) pairs have a treduce kernel, read once from the dispatcher (a plain
 # dict, so that torch.compile can trace the lookup).
-_KERNELS = {(name, dev): torch._C._dispatch_has_kernel_for_dispatch_key(f"treduce::{name}", key)
-            for name in _NAMES for dev, key in (("cpu", "CPU"), ("cuda", "CUDA"))}
+_KERNELS = {
+    (name, dev): torch._C._dispatch_has_kernel_for_dispatch_key(f"treduce::{name}", key)
+    for name in _NAMES
+    for dev, key in (("cpu", "CPU"), ("cuda", "CUDA"))
+}
 
 
 def _is_int(d) -> bool:
@@ -45,8 +57,11 @@ def _is_int(d) -> bool:
 
 
 def _is_dims(dim) -> bool:
-    return dim is None or _is_int(dim) or (
-        isinstance(dim, (tuple, list)) and all(_is_int(d) for d in dim))
+    return (
+        dim is None
+        or _is_int(dim)
+        or (isinstance(dim, (tuple, list)) and all(_is_int(d) for d in dim))
+    )
 
 
 def _plan_call(name: str, args, kwargs):
@@ -55,8 +70,11 @@ def _plan_call(name: str, args, kwargs):
         return None
     vals = dict(zip(("input", "dim", "keepdim"), args))
     for k, v in kwargs.items():  # out=, axis= and the like are not ours
-        if k in vals or k not in ("dim", "keepdim", "dtype") or (
-                k == "dtype" and name not in _TAKES_DTYPE):
+        if (
+            k in vals
+            or k not in ("dim", "keepdim", "dtype")
+            or (k == "dtype" and name not in _TAKES_DTYPE)
+        ):
             return None
         vals[k] = v
     x = vals["input"]

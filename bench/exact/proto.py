@@ -8,6 +8,7 @@ Correctness first (every result bit-equal to exact_host.cpp's, which tests/test_
 checks against exact rationals; on random, wide-range, cancelling and inf/NaN inputs, with
 forced splits), then do_bench medians with L2 flushed. Writes proto.json and proto.md to --out.
 """
+
 import argparse
 import ctypes
 import json
@@ -27,17 +28,40 @@ BUILD = Path(os.environ.get("TREDUCE_EXACT_BUILD", "/tmp/treduce_exact_build"))
 
 def build():
     from torch.utils.cpp_extension import load
+
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
     BUILD.mkdir(parents=True, exist_ok=True)
-    ext = load("exact_proto", [str(HERE / "proto.cu")], build_directory=str(BUILD),
-               extra_cuda_cflags=["-O3", "-std=c++17", "-lineinfo"], verbose=False)
+    ext = load(
+        "exact_proto",
+        [str(HERE / "proto.cu")],
+        build_directory=str(BUILD),
+        extra_cuda_cflags=["-O3", "-std=c++17", "-lineinfo"],
+        verbose=False,
+    )
     so = BUILD / "libexact.so"
-    subprocess.run(["g++", "-O3", "-std=c++17", "-shared", "-fPIC", "-o", str(so),
-                    str(HERE / "exact_host.cpp")], check=True)
+    subprocess.run(
+        [
+            "g++",
+            "-O3",
+            "-std=c++17",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(so),
+            str(HERE / "exact_host.cpp"),
+        ],
+        check=True,
+    )
     lib = ctypes.CDLL(str(so))
     lib.exact_rows.restype = None
-    lib.exact_rows.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int,
-                               ctypes.c_int, ctypes.c_void_p]
+    lib.exact_rows.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_int64,
+        ctypes.c_int64,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_void_p,
+    ]
     return ext, lib
 
 
@@ -97,12 +121,15 @@ def adversarial(shape, kind: str, gen: torch.Generator, dtype=torch.float32) -> 
     if kind == "randn":
         x = torch.randn(n, generator=gen)
     elif kind == "wide":  # +-2^U(-20, 20), the accuracy table's hard case
-        x = torch.sign(torch.randn(n, generator=gen)) * torch.exp2(
-            torch.randint(-20, 21, (n,), generator=gen).float()) * (1 + torch.rand(n, generator=gen))
+        x = (
+            torch.sign(torch.randn(n, generator=gen))
+            * torch.exp2(torch.randint(-20, 21, (n,), generator=gen).float())
+            * (1 + torch.rand(n, generator=gen))
+        )
     elif kind == "cancel":  # huge values that cancel, around small ones
         x = torch.randn(n, generator=gen)
         big = torch.rand(n, generator=gen) < 0.01
-        x[big] = torch.sign(torch.randn(int(big.sum()), generator=gen)) * 2.0 ** 60
+        x[big] = torch.sign(torch.randn(int(big.sum()), generator=gen)) * 2.0**60
     elif kind == "special":
         x = torch.randn(n, generator=gen)
         idx = torch.randint(0, n, (max(1, n // 5000),), generator=gen)
@@ -110,21 +137,31 @@ def adversarial(shape, kind: str, gen: torch.Generator, dtype=torch.float32) -> 
     else:
         raise ValueError(kind)
     if dtype == torch.float16:  # float16's range: the huge values of "cancel" become 2^15
-        x = torch.where(torch.isfinite(x) & (x.abs() > 2.0 ** 15), torch.sign(x) * 2.0 ** 15, x)
+        x = torch.where(torch.isfinite(x) & (x.abs() > 2.0**15), torch.sign(x) * 2.0**15, x)
     return x.reshape(shape).to(dtype)
 
 
 def correctness(ext, lib, quick: bool) -> list[dict]:
     import torch_reduce
+
     gen = torch.Generator().manual_seed(1)
     f32, bf16, f16 = torch.float32, torch.bfloat16, torch.float16
-    shapes = [((1 << 20,), (1, 1 << 20, 1), f32), ((256, 4096), (256, 4096, 1), f32),
-              ((3, 200004), (3, 200004, 1), f32), ((4096, 2), (4096, 2, 1), f32),
-              ((4096, 8), (4096, 8, 1), f32), ((2048, 32), (2048, 32, 1), f32),
-              ((1024, 128), (1024, 128, 1), f32), ((512, 1024), (1, 512, 1024), f32),
-              ((8, 512, 8), (8, 512, 8), f32), ((20000, 132), (1, 20000, 132), f32),
-              ((1 << 20,), (1, 1 << 20, 1), bf16), ((64, 8192), (64, 8192, 1), bf16),
-              ((1 << 20,), (1, 1 << 20, 1), f16), ((64, 8192), (64, 8192, 1), f16)]
+    shapes = [
+        ((1 << 20,), (1, 1 << 20, 1), f32),
+        ((256, 4096), (256, 4096, 1), f32),
+        ((3, 200004), (3, 200004, 1), f32),
+        ((4096, 2), (4096, 2, 1), f32),
+        ((4096, 8), (4096, 8, 1), f32),
+        ((2048, 32), (2048, 32, 1), f32),
+        ((1024, 128), (1024, 128, 1), f32),
+        ((512, 1024), (1, 512, 1024), f32),
+        ((8, 512, 8), (8, 512, 8), f32),
+        ((20000, 132), (1, 20000, 132), f32),
+        ((1 << 20,), (1, 1 << 20, 1), bf16),
+        ((64, 8192), (64, 8192, 1), bf16),
+        ((1 << 20,), (1, 1 << 20, 1), f16),
+        ((64, 8192), (64, 8192, 1), f16),
+    ]
     rows = []
     for shape, (o, k, i), dtype in shapes:
         for kind in ("randn", "wide", "cancel", "special"):
@@ -135,17 +172,40 @@ def correctness(ext, lib, quick: bool) -> list[dict]:
                 got = ext.exact_sum(xc, o, k, i, splits)
                 torch.cuda.synchronize()
                 bad = same_bits(got, ref)
-                rows.append({"shape": list(shape), "dtype": str(dtype), "data": kind,
-                             "splits": splits, "differ": bad})
+                rows.append(
+                    {
+                        "shape": list(shape),
+                        "dtype": str(dtype),
+                        "data": kind,
+                        "splits": splits,
+                        "differ": bad,
+                    }
+                )
                 if bad:
-                    print(f"MISMATCH {shape} {dtype} {kind} splits={splits}: {bad} outputs",
-                          file=sys.stderr)
-            if kind == "randn":  # the canonical engine, for information: correctly rounded in practice
-                canon = (torch_reduce.sum(xc) if len(shape) == 1 else
-                         torch_reduce.sum(xc, [1]) if i == 1 else
-                         torch_reduce.sum(xc, [0]) if o == 1 else torch_reduce.sum(xc, [1]))
-                rows.append({"shape": list(shape), "data": "canon vs exact", "splits": -1,
-                             "differ": same_bits(canon.reshape(-1), ref)})
+                    print(
+                        f"MISMATCH {shape} {dtype} {kind} splits={splits}: {bad} outputs",
+                        file=sys.stderr,
+                    )
+            if (
+                kind == "randn"
+            ):  # the canonical engine, for information: correctly rounded in practice
+                canon = (
+                    torch_reduce.sum(xc)
+                    if len(shape) == 1
+                    else torch_reduce.sum(xc, [1])
+                    if i == 1
+                    else torch_reduce.sum(xc, [0])
+                    if o == 1
+                    else torch_reduce.sum(xc, [1])
+                )
+                rows.append(
+                    {
+                        "shape": list(shape),
+                        "data": "canon vs exact",
+                        "splits": -1,
+                        "differ": same_bits(canon.reshape(-1), ref),
+                    }
+                )
     return rows
 
 
@@ -161,6 +221,7 @@ def timing(ext, lib, quick: bool) -> list[dict]:
     for cls, name, shape, dims, (o, k, i), dtype in cells(quick):
         torch.manual_seed(0)
         x = torch.randn(shape, device="cuda").to(dtype)
+
         def ours(x=x, o=o, k=k, i=i):
             return ext.exact_sum(x, o, k, i, 0)
 
@@ -183,27 +244,47 @@ def timing(ext, lib, quick: bool) -> list[dict]:
         t_torch = med(peer)
         nbytes = x.numel() * x.element_size()
         tag = "" if dtype != torch.float32 else "f32 "
-        results.append({"class": cls, "cell": f"sum {tag}{name}", "bytes": nbytes,
-                        "exact_ms": t_exact, "canon_ms": t_canon, "plain_ms": t_plain,
-                        "torch_ms": t_torch, "differ_from_host": differ})
-        print(f"{cls:14s} {name:22s} exact {t_exact * 1e3:9.1f} µs  x plain "
-              f"{t_plain / t_exact:5.2f}  x canon {t_canon / t_exact:5.2f}  x torch "
-              f"{t_torch / t_exact:5.2f}  differ {differ}", file=sys.stderr)
+        results.append(
+            {
+                "class": cls,
+                "cell": f"sum {tag}{name}",
+                "bytes": nbytes,
+                "exact_ms": t_exact,
+                "canon_ms": t_canon,
+                "plain_ms": t_plain,
+                "torch_ms": t_torch,
+                "differ_from_host": differ,
+            }
+        )
+        print(
+            f"{cls:14s} {name:22s} exact {t_exact * 1e3:9.1f} µs  x plain "
+            f"{t_plain / t_exact:5.2f}  x canon {t_canon / t_exact:5.2f}  x torch "
+            f"{t_torch / t_exact:5.2f}  differ {differ}",
+            file=sys.stderr,
+        )
     return results
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| class | cell | MB | exact µs | TB/s | × plain | × canonical | × torch | goal | "
-             "bits vs host |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| class | cell | MB | exact µs | TB/s | × plain | × canonical | × torch | goal | "
+        "bits vs host |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
         big = r["bytes"] >= 256 << 20
         vs_plain, vs_canon = r["plain_ms"] / r["exact_ms"], r["canon_ms"] / r["exact_ms"]
-        goal = ("≥ 0.95× plain: " + ("met" if vs_plain >= 0.95 else "missed")) if big else (
-            "≥ 0.97× canonical: " + ("met" if vs_canon >= 0.97 else "missed"))
-        lines.append(f"| {r['class']} | {r['cell']} | {r['bytes'] / 2**20:.0f} | "
-                     f"{r['exact_ms'] * 1e3:.1f} | {r['bytes'] / r['exact_ms'] / 1e9:.2f} | "
-                     f"{vs_plain:.2f} | {vs_canon:.2f} | {r['torch_ms'] / r['exact_ms']:.2f} | "
-                     f"{goal} | {'identical' if not r['differ_from_host'] else r['differ_from_host']} |")
+        goal = (
+            ("≥ 0.95× plain: " + ("met" if vs_plain >= 0.95 else "missed"))
+            if big
+            else ("≥ 0.97× canonical: " + ("met" if vs_canon >= 0.97 else "missed"))
+        )
+        lines.append(
+            f"| {r['class']} | {r['cell']} | {r['bytes'] / 2**20:.0f} | "
+            f"{r['exact_ms'] * 1e3:.1f} | {r['bytes'] / r['exact_ms'] / 1e9:.2f} | "
+            f"{vs_plain:.2f} | {vs_canon:.2f} | {r['torch_ms'] / r['exact_ms']:.2f} | "
+            f"{goal} | {'identical' if not r['differ_from_host'] else r['differ_from_host']} |"
+        )
     return "\n".join(lines)
 
 
@@ -220,19 +301,27 @@ def main() -> None:
     print(f"built in {time.time() - t0:.0f} s", file=sys.stderr)
     checks = [] if args.skip_correctness else correctness(ext, lib, args.quick)
     bad = [c for c in checks if c["differ"] and c["data"] != "canon vs exact"]
-    print(f"correctness: {len(checks) - len(bad)} of {len(checks)} runs bit-equal to the host",
-          file=sys.stderr)
+    print(
+        f"correctness: {len(checks) - len(bad)} of {len(checks)} runs bit-equal to the host",
+        file=sys.stderr,
+    )
     results = timing(ext, lib, args.quick)
-    info = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-            "checks": checks, "results": results}
+    info = {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "checks": checks,
+        "results": results,
+    }
     (out / "proto.json").write_text(json.dumps(info, indent=1))
     md = table(results)
     (out / "proto.md").write_text(md + "\n")
     print(md)
     canon = [c for c in checks if c["data"] == "canon vs exact"]
-    print(f"\ncorrectness: {len(checks) - len(canon) - len(bad)} of {len(checks) - len(canon)} "
-          f"runs bit-equal to the exact host sum; canonical engine differs from exact in "
-          f"{sum(c['differ'] for c in canon)} outputs over {len(canon)} randn shapes")
+    print(
+        f"\ncorrectness: {len(checks) - len(canon) - len(bad)} of {len(checks) - len(canon)} "
+        f"runs bit-equal to the exact host sum; canonical engine differs from exact in "
+        f"{sum(c['differ'] for c in canon)} outputs over {len(canon)} randn shapes"
+    )
 
 
 if __name__ == "__main__":
