@@ -87,8 +87,8 @@ struct SumLike : public torch::autograd::Function<SumLike<kMean>> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const std::vector<int64_t> dims = saved_dims(ctx);
     const std::vector<c10::SymInt> sizes = ctx->saved_data["sizes"].toSymIntVector();
-    at::Tensor g = restore_dims(grads[0], dims, ctx->saved_data["keepdim"].toBool())
-                       .expand_symint(sizes);
+    at::Tensor g =
+        restore_dims(grads[0], dims, ctx->saved_data["keepdim"].toBool()).expand_symint(sizes);
     if constexpr (kMean) {
       c10::SymInt count = 1;
       for (int64_t d : dims) count = count * sizes[d];

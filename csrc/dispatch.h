@@ -45,17 +45,28 @@ void visit_dtype(c10::ScalarType t, F&& f) {
     if (t == c10::kFloat8_e5m2) return f(tag<c10::Float8_e5m2>{});
   }
   switch (t) {
-    case c10::kFloat: return f(tag<float>{});
-    case c10::kDouble: return f(tag<double>{});
-    case c10::kHalf: return f(tag<c10::Half>{});
-    case c10::kBFloat16: return f(tag<c10::BFloat16>{});
-    case c10::kChar: return f(tag<int8_t>{});
-    case c10::kShort: return f(tag<int16_t>{});
-    case c10::kInt: return f(tag<int32_t>{});
-    case c10::kLong: return f(tag<int64_t>{});
-    case c10::kByte: return f(tag<uint8_t>{});
-    case c10::kBool: return f(tag<bool>{});
-    default: TORCH_CHECK_TYPE(false, "treduce: unsupported dtype ", t);
+    case c10::kFloat:
+      return f(tag<float>{});
+    case c10::kDouble:
+      return f(tag<double>{});
+    case c10::kHalf:
+      return f(tag<c10::Half>{});
+    case c10::kBFloat16:
+      return f(tag<c10::BFloat16>{});
+    case c10::kChar:
+      return f(tag<int8_t>{});
+    case c10::kShort:
+      return f(tag<int16_t>{});
+    case c10::kInt:
+      return f(tag<int32_t>{});
+    case c10::kLong:
+      return f(tag<int64_t>{});
+    case c10::kByte:
+      return f(tag<uint8_t>{});
+    case c10::kBool:
+      return f(tag<bool>{});
+    default:
+      TORCH_CHECK_TYPE(false, "treduce: unsupported dtype ", t);
   }
 }
 

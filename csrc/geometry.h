@@ -79,7 +79,7 @@ struct Walker {
   int64_t idx[kMaxDims];
 
   TR_HD Walker(const IndexMap& m, int64_t i) {
-TR_UNROLL
+    TR_UNROLL
     for (int d = kMaxDims - 1; d >= 0; --d) {
       idx[d] = 0;
       if (d < m.ndim) {
@@ -91,14 +91,14 @@ TR_UNROLL
   }
   TR_HD int64_t offset(const IndexMap& m) const {
     int64_t off = 0;
-TR_UNROLL
+    TR_UNROLL
     for (int d = 0; d < kMaxDims; ++d)
       if (d < m.ndim) off += idx[d] * m.in_strides[d];
     return off;
   }
   TR_HD void advance(const IndexMap& m, const StepDigits& s) {
     int64_t carry = 0;
-TR_UNROLL
+    TR_UNROLL
     for (int d = kMaxDims - 1; d >= 0; --d) {
       if (d < m.ndim) {
         int64_t v = idx[d] + s.d[d] + carry;

@@ -3,16 +3,16 @@
 #pragma once
 
 // X(kind, name): the OpKind enumerator and the schema name. The order is the codes' order.
-#define TREDUCE_OPS(X)      \
-  X(kSum, "sum")            \
-  X(kMean, "mean")          \
-  X(kProd, "prod")          \
-  X(kAmax, "amax")          \
-  X(kAmin, "amin")          \
-  X(kArgmax, "argmax")      \
-  X(kArgmin, "argmin")      \
-  X(kAnd, "bitwise_and")    \
-  X(kOr, "bitwise_or")      \
+#define TREDUCE_OPS(X)   \
+  X(kSum, "sum")         \
+  X(kMean, "mean")       \
+  X(kProd, "prod")       \
+  X(kAmax, "amax")       \
+  X(kAmin, "amin")       \
+  X(kArgmax, "argmax")   \
+  X(kArgmin, "argmin")   \
+  X(kAnd, "bitwise_and") \
+  X(kOr, "bitwise_or")   \
   X(kXor, "bitwise_xor")
 
 namespace treduce {

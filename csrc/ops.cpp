@@ -7,9 +7,15 @@
 
 TORCH_LIBRARY(treduce, m) {
   m.set_python_module("torch_reduce.ops");
-  m.def("sum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
-  m.def("mean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
-  m.def("prod(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
+  m.def(
+      "sum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> "
+      "Tensor");
+  m.def(
+      "mean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> "
+      "Tensor");
+  m.def(
+      "prod(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> "
+      "Tensor");
   m.def("amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor");
   m.def("amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor");
   m.def("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor");

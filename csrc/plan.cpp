@@ -26,8 +26,16 @@ bool takes_fp8(OpKind k) { return k == OpKind::kSum || k == OpKind::kMean || is_
 
 bool supported_dtype(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: case at::kDouble: case at::kHalf: case at::kBFloat16:
-    case at::kChar: case at::kShort: case at::kInt: case at::kLong: case at::kByte: case at::kBool:
+    case at::kFloat:
+    case at::kDouble:
+    case at::kHalf:
+    case at::kBFloat16:
+    case at::kChar:
+    case at::kShort:
+    case at::kInt:
+    case at::kLong:
+    case at::kByte:
+    case at::kBool:
       return true;
     default:
       return false;
@@ -38,8 +46,8 @@ void check_dtype(OpKind kind, at::ScalarType t, const char* what) {
   TORCH_CHECK_TYPE(!at::isComplexType(t), "treduce.", op_name(kind), ": complex ", what,
                    " is not supported (got ", t, ")");
   if (is_fp8(t)) {
-    TORCH_CHECK_TYPE(takes_fp8(kind) && std::string(what) == "input", "treduce.",
-                     op_name(kind), ": float8 ", what, " is not supported (got ", t,
+    TORCH_CHECK_TYPE(takes_fp8(kind) && std::string(what) == "input", "treduce.", op_name(kind),
+                     ": float8 ", what, " is not supported (got ", t,
                      "); sum, mean, amax and amin accept float8 inputs");
     return;
   }
@@ -61,13 +69,16 @@ at::ScalarType result_dtype(OpKind kind, at::ScalarType in, std::optional<at::Sc
       return is_fp8(in) ? at::kFloat : in;
     case OpKind::kMean:
       if (dtype) {
-        TORCH_CHECK(at::isFloatingType(*dtype), "mean(): could not infer output dtype. Optional "
+        TORCH_CHECK(at::isFloatingType(*dtype),
+                    "mean(): could not infer output dtype. Optional "
                     "dtype must be either a floating point or complex dtype. Got: ",
                     at::toString(*dtype));
         return *dtype;
       }
-      TORCH_CHECK(at::isFloatingType(in), "mean(): could not infer output dtype. Input dtype "
-                  "must be either a floating point or complex dtype. Got: ", at::toString(in));
+      TORCH_CHECK(at::isFloatingType(in),
+                  "mean(): could not infer output dtype. Input dtype "
+                  "must be either a floating point or complex dtype. Got: ",
+                  at::toString(in));
       return is_fp8(in) ? at::kFloat : in;
     case OpKind::kArgmax:
     case OpKind::kArgmin:
@@ -131,9 +142,11 @@ void check_nonempty(OpKind kind, const at::Tensor& self, bool all_dims,
   const char* name = op_name(kind);
   if (all_dims) {
     if (is_arg(kind))
-      TORCH_CHECK_INDEX(false, name, "(): Expected reduction dim to be specified for "
+      TORCH_CHECK_INDEX(false, name,
+                        "(): Expected reduction dim to be specified for "
                         "input.numel() == 0.");
-    TORCH_CHECK(false, name, "(): Expected reduction dim to be specified for input.numel() == 0. "
+    TORCH_CHECK(false, name,
+                "(): Expected reduction dim to be specified for input.numel() == 0. "
                 "Specify the reduction dim with the 'dim' argument.");
   }
   for (int64_t d = 0; d < self.dim(); ++d)
@@ -231,8 +244,7 @@ Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
 
   // Arg ops: the reduced index must be torch's index. `logical_order`: the canonical order of
   // floating sums (integer sums are exact in any order and keep the faster memory order).
-  const bool logical =
-      is_arg(kind) || (logical_order && at::isFloatingType(plan.out_dtype));
+  const bool logical = is_arg(kind) || (logical_order && at::isFloatingType(plan.out_dtype));
   kept = canonicalize(kept, /*check_out=*/true, /*by_stride=*/true);
   red = canonicalize(red, /*check_out=*/false, /*by_stride=*/!logical);
   if (static_cast<int>(kept.size()) > kMaxDims || static_cast<int>(red.size()) > kMaxDims) {
@@ -241,9 +253,15 @@ Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
     std::vector<int64_t> perm;
     int64_t m = 1, k = 1;
     for (int64_t d = 0; d < ndim; ++d)
-      if (!reduced.test(d)) { perm.push_back(d); m *= self.size(d); }
+      if (!reduced.test(d)) {
+        perm.push_back(d);
+        m *= self.size(d);
+      }
     for (int64_t d = 0; d < ndim; ++d)
-      if (reduced.test(d)) { perm.push_back(d); k *= self.size(d); }
+      if (reduced.test(d)) {
+        perm.push_back(d);
+        k *= self.size(d);
+      }
     plan.input = plan.input.permute(perm).contiguous();
     kept = {{m, k, 1}};
     red = {{k, 1, 0}};
@@ -290,14 +308,23 @@ at::Tensor new_output(const Plan& plan) {
 // The result of reducing nothing (K == 0): the op's identity, finalized.
 void fill_identity(const Plan& plan, at::Tensor& out) {
   switch (plan.kind) {
-    case OpKind::kProd: out.fill_(1); return;
-    case OpKind::kMean: out.fill_(std::numeric_limits<double>::quiet_NaN()); return;
-    case OpKind::kAnd:  // all bits set
-      if (out.scalar_type() == at::kBool) out.fill_(true);
-      else if (out.scalar_type() == at::kByte) out.fill_(0xFF);
-      else out.fill_(-1);
+    case OpKind::kProd:
+      out.fill_(1);
       return;
-    default: out.zero_(); return;  // sum, or, xor (the others never reduce nothing)
+    case OpKind::kMean:
+      out.fill_(std::numeric_limits<double>::quiet_NaN());
+      return;
+    case OpKind::kAnd:  // all bits set
+      if (out.scalar_type() == at::kBool)
+        out.fill_(true);
+      else if (out.scalar_type() == at::kByte)
+        out.fill_(0xFF);
+      else
+        out.fill_(-1);
+      return;
+    default:
+      out.zero_();
+      return;  // sum, or, xor (the others never reduce nothing)
   }
 }
 

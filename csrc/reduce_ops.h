@@ -134,9 +134,7 @@ struct CompSumOp {
   // as a plain sum would give.
   TR_HD static bool finite(acc_t a) { return (a.s - a.s) == T(0); }
   // s + c rounded once. A zero result is +0.
-  TR_HD static T finalize(acc_t a, int64_t = 0, int64_t = 0) {
-    return finite(a) ? a.s + a.c : a.s;
-  }
+  TR_HD static T finalize(acc_t a, int64_t = 0, int64_t = 0) { return finite(a) ? a.s + a.c : a.s; }
 };
 
 // The compensated mean: (s + c) / K, rounded once.
@@ -245,9 +243,12 @@ struct BitOp {
   TR_HD static acc_t reduce(acc_t acc, acc_t v) { return combine(acc, v); }
   TR_HD static acc_t finalize(acc_t a, int64_t = 0, int64_t = 0) { return a; }
 };
-template <class T> using BitAndOp = BitOp<T, 0>;
-template <class T> using BitOrOp = BitOp<T, 1>;
-template <class T> using BitXorOp = BitOp<T, 2>;
+template <class T>
+using BitAndOp = BitOp<T, 0>;
+template <class T>
+using BitOrOp = BitOp<T, 1>;
+template <class T>
+using BitXorOp = BitOp<T, 2>;
 
 // The value that loses every comparison for a max (kMax) or a min reduction.
 template <class T, bool kMax>
@@ -274,8 +275,10 @@ struct ExtremeOp {
   TR_HD static acc_t reduce(acc_t acc, acc_t v) { return combine(acc, v); }
   TR_HD static acc_t finalize(acc_t a, int64_t = 0, int64_t = 0) { return a; }
 };
-template <class T> using MaxOp = ExtremeOp<T, true>;
-template <class T> using MinOp = ExtremeOp<T, false>;
+template <class T>
+using MaxOp = ExtremeOp<T, true>;
+template <class T>
+using MinOp = ExtremeOp<T, false>;
 
 // argmax (kMax) / argmin: the index of the best value; the first NaN wins over any number, and
 // among equal values the lowest index wins. combine() depends only on the two (value, index)
@@ -310,7 +313,9 @@ struct ArgExtremeOp {
   }
   TR_HD static int64_t finalize(acc_t a, int64_t = 0, int64_t = 0) { return a.index; }
 };
-template <class T> using ArgMaxOp = ArgExtremeOp<T, true>;
-template <class T> using ArgMinOp = ArgExtremeOp<T, false>;
+template <class T>
+using ArgMaxOp = ArgExtremeOp<T, true>;
+template <class T>
+using ArgMinOp = ArgExtremeOp<T, false>;
 
 }  // namespace treduce

@@ -30,7 +30,7 @@ namespace treduce {
 namespace {
 
 constexpr int64_t kLeaf = kCanonLeaf;  // reduce_ops.h
-constexpr int64_t kChunk = 16384;  // 256 leaves: chunks are nodes of the leaf tree
+constexpr int64_t kChunk = 16384;      // 256 leaves: chunks are nodes of the leaf tree
 
 // Ops whose leaves are folded strictly in order (the sums and means): the canonical order.
 template <class Op>
@@ -93,7 +93,7 @@ inline void eight_float_leaves(const float* p, double* out) {
       __m128 v2 = _mm_loadu_ps(q + 2 * kLeaf), v3 = _mm_loadu_ps(q + 3 * kLeaf);
       _MM_TRANSPOSE4_PS(v0, v1, v2, v3);  // v_k: element j + k of leaves 4g .. 4g + 3
       for (__m128 v : {v0, v1, v2, v3}) {
-        s[2 * g] = _mm_add_pd(s[2 * g], _mm_cvtps_pd(v));                      // leaves 4g, +1
+        s[2 * g] = _mm_add_pd(s[2 * g], _mm_cvtps_pd(v));  // leaves 4g, +1
         s[2 * g + 1] = _mm_add_pd(s[2 * g + 1], _mm_cvtps_pd(_mm_movehl_ps(v, v)));  // +2, +3
       }
     }
@@ -104,7 +104,8 @@ inline void eight_float_leaves(const float* p, double* out) {
 // Max/min of float32 and float64 (ExtremeOp), a vector at a time: lane for lane the select of
 // ExtremeOp::combine (take b when a is not NaN and b is better or NaN), which the compiler leaves
 // scalar. Bit for bit the scalar results.
-template <class Op> struct sse_extreme : std::false_type {};
+template <class Op>
+struct sse_extreme : std::false_type {};
 template <class T, bool kMax>
 struct sse_extreme<ExtremeOp<T, kMax>>
     : std::bool_constant<std::is_same_v<T, float> || std::is_same_v<T, double>> {
@@ -156,8 +157,10 @@ inline V extreme_step(V a, V x, V& nan) {
 
 // Vectors of value type T (float: 4 lanes, double: 2) loaded from inputs of type in_t: the same
 // type, or bfloat16 widened to float exactly (its bits are a float's upper half).
-template <class T> struct SseOf;
-template <> struct SseOf<float> {
+template <class T>
+struct SseOf;
+template <>
+struct SseOf<float> {
   using V = __m128;
   static constexpr int kLanes = 4;
   static V load(const float* p) { return _mm_loadu_ps(p); }
@@ -169,7 +172,8 @@ template <> struct SseOf<float> {
   static V splat(float v) { return _mm_set1_ps(v); }
   static void store(float* p, V v) { _mm_storeu_ps(p, v); }
 };
-template <> struct SseOf<double> {
+template <>
+struct SseOf<double> {
   using V = __m128d;
   static constexpr int kLanes = 2;
   static V load(const double* p) { return _mm_loadu_pd(p); }
@@ -214,8 +218,9 @@ void extreme_leaves(const in_t* p, typename Op::acc_t* out) {
     if constexpr (std::is_same_v<T, float>) {
       // reduce_chunk's tree over the eight lanes ((a0 a1) (a2 a3)) ((a4 a5) (a6 a7)), by lanes:
       // even lanes against odd ones, twice, then the last pair.
-      const __m128 z = extreme_lanes<kMax>(_mm_shuffle_ps(v[l][0], v[l][1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                           _mm_shuffle_ps(v[l][0], v[l][1], _MM_SHUFFLE(3, 1, 3, 1)));
+      const __m128 z =
+          extreme_lanes<kMax>(_mm_shuffle_ps(v[l][0], v[l][1], _MM_SHUFFLE(2, 0, 2, 0)),
+                              _mm_shuffle_ps(v[l][0], v[l][1], _MM_SHUFFLE(3, 1, 3, 1)));
       const __m128 z2 = extreme_lanes<kMax>(_mm_shuffle_ps(z, z, _MM_SHUFFLE(2, 0, 2, 0)),
                                             _mm_shuffle_ps(z, z, _MM_SHUFFLE(3, 1, 3, 1)));
       const __m128 z3 = extreme_lanes<kMax>(z2, _mm_shuffle_ps(z2, z2, _MM_SHUFFLE(1, 1, 1, 1)));
@@ -479,16 +484,26 @@ void bitwise(const Plan& plan, at::Tensor& out) {
 
 void cpu_launch(const Plan& plan, at::Tensor& out) {
   switch (plan.kind) {
-    case OpKind::kSum: return with_dtype<CanonSumOp, SumOp>(plan, out);
-    case OpKind::kMean: return with_dtype<CanonMeanOp, SumOp>(plan, out);
-    case OpKind::kProd: return with_dtype<CanonProdOp, ProdOp>(plan, out);
-    case OpKind::kAmax: return same_dtype<MaxOp, true>(plan, out);
-    case OpKind::kAmin: return same_dtype<MinOp, true>(plan, out);
-    case OpKind::kArgmax: return index_of<ArgMaxOp>(plan, out);
-    case OpKind::kArgmin: return index_of<ArgMinOp>(plan, out);
-    case OpKind::kAnd: return bitwise<BitAndOp>(plan, out);
-    case OpKind::kOr: return bitwise<BitOrOp>(plan, out);
-    case OpKind::kXor: return bitwise<BitXorOp>(plan, out);
+    case OpKind::kSum:
+      return with_dtype<CanonSumOp, SumOp>(plan, out);
+    case OpKind::kMean:
+      return with_dtype<CanonMeanOp, SumOp>(plan, out);
+    case OpKind::kProd:
+      return with_dtype<CanonProdOp, ProdOp>(plan, out);
+    case OpKind::kAmax:
+      return same_dtype<MaxOp, true>(plan, out);
+    case OpKind::kAmin:
+      return same_dtype<MinOp, true>(plan, out);
+    case OpKind::kArgmax:
+      return index_of<ArgMaxOp>(plan, out);
+    case OpKind::kArgmin:
+      return index_of<ArgMinOp>(plan, out);
+    case OpKind::kAnd:
+      return bitwise<BitAndOp>(plan, out);
+    case OpKind::kOr:
+      return bitwise<BitOrOp>(plan, out);
+    case OpKind::kXor:
+      return bitwise<BitXorOp>(plan, out);
   }
 }
 

@@ -17,11 +17,26 @@
 namespace treduce {
 
 // Storage type the kernels see for each at:: element type (same bits).
-template <class T> struct cuda_type { using type = T; };
-template <> struct cuda_type<c10::Half> { using type = __half; };
-template <> struct cuda_type<c10::BFloat16> { using type = __nv_bfloat16; };
-template <> struct cuda_type<c10::Float8_e4m3fn> { using type = __nv_fp8_e4m3; };
-template <> struct cuda_type<c10::Float8_e5m2> { using type = __nv_fp8_e5m2; };
+template <class T>
+struct cuda_type {
+  using type = T;
+};
+template <>
+struct cuda_type<c10::Half> {
+  using type = __half;
+};
+template <>
+struct cuda_type<c10::BFloat16> {
+  using type = __nv_bfloat16;
+};
+template <>
+struct cuda_type<c10::Float8_e4m3fn> {
+  using type = __nv_fp8_e4m3;
+};
+template <>
+struct cuda_type<c10::Float8_e5m2> {
+  using type = __nv_fp8_e5m2;
+};
 
 // kCounterCapacity zeroed counters owned by (device, stream, graph capture). Kernels leave them at
 // zero when they finish, so they are zeroed once, when first made; see reduce_cuda.cu.
@@ -38,8 +53,10 @@ struct SplitScratch {
   SplitScratch(const Plan& plan, int64_t slots, int64_t tiles, cudaStream_t stream) {
     // The planners split only tiles they can count (plan_launch, plan_canon): this holds on
     // every GPU, whatever its SM count.
-    TORCH_CHECK(tiles <= kCounterCapacity, "treduce: ", tiles, " split tiles planned, more than "
-                "the ", kCounterCapacity, " counters a launch can have");
+    TORCH_CHECK(tiles <= kCounterCapacity, "treduce: ", tiles,
+                " split tiles planned, more than "
+                "the ",
+                kCounterCapacity, " counters a launch can have");
     if (slots == 0) return;
     buffer = at::empty({slots * static_cast<int64_t>(sizeof(acc_t))},
                        plan.input.options().dtype(at::kByte));
@@ -97,8 +114,7 @@ void run_canon(const Plan& plan, at::Tensor& out, const CanonOverride& force) {
   TORCH_CHECK(lc.ok, "treduce.", op_name(plan.kind), ": ", plan.geom.reduce_len,
               " reduced elements per output is more than the canonical kernels support");
   const SplitScratch<typename Op::acc_t> scratch(plan, lc.partials, lc.counters, stream);
-  run_canon_launch<Op, in_t, out_t>(lc, g, in,
-                                    reinterpret_cast<out_t*>(out.mutable_data_ptr()),
+  run_canon_launch<Op, in_t, out_t>(lc, g, in, reinterpret_cast<out_t*>(out.mutable_data_ptr()),
                                     scratch.partials, scratch.counters, stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }

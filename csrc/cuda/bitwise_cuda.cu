@@ -11,19 +11,35 @@
 namespace treduce {
 namespace {
 
-template <int kBytes> struct unsigned_of;
-template <> struct unsigned_of<1> { using type = uint8_t; };
-template <> struct unsigned_of<2> { using type = uint16_t; };
-template <> struct unsigned_of<4> { using type = uint32_t; };
-template <> struct unsigned_of<8> { using type = uint64_t; };
+template <int kBytes>
+struct unsigned_of;
+template <>
+struct unsigned_of<1> {
+  using type = uint8_t;
+};
+template <>
+struct unsigned_of<2> {
+  using type = uint16_t;
+};
+template <>
+struct unsigned_of<4> {
+  using type = uint32_t;
+};
+template <>
+struct unsigned_of<8> {
+  using type = uint64_t;
+};
 
 template <class U>
 void run_bits(const Plan& plan, at::Tensor& out) {
   using acc_t = std::conditional_t<sizeof(U) == 8, uint64_t, uint32_t>;
   switch (plan.kind) {
-    case OpKind::kAnd: return run_cuda<BitAndOp<acc_t>, U, U>(plan, out);
-    case OpKind::kOr: return run_cuda<BitOrOp<acc_t>, U, U>(plan, out);
-    default: return run_cuda<BitXorOp<acc_t>, U, U>(plan, out);
+    case OpKind::kAnd:
+      return run_cuda<BitAndOp<acc_t>, U, U>(plan, out);
+    case OpKind::kOr:
+      return run_cuda<BitOrOp<acc_t>, U, U>(plan, out);
+    default:
+      return run_cuda<BitXorOp<acc_t>, U, U>(plan, out);
   }
 }
 

@@ -53,8 +53,8 @@ unsigned* counter_pool(const at::Tensor& like, cudaStream_t stream) {
     if (capturing && !spare.empty()) {
       pool = std::move(spare.back());
       spare.pop_back();
-      C10_CUDA_CHECK(cudaMemsetAsync(pool.data_ptr(), 0, kCounterCapacity * sizeof(unsigned),
-                                     stream));
+      C10_CUDA_CHECK(
+          cudaMemsetAsync(pool.data_ptr(), 0, kCounterCapacity * sizeof(unsigned), stream));
     } else {
       // at::zeros runs on the current stream (`stream`), so the zeroing precedes every use.
       pool = at::zeros({kCounterCapacity}, options);
@@ -84,7 +84,8 @@ CanonMode canon_mode() {
     const std::string item = spec.substr(pos, end - pos);
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq);
-    const long value = eq == std::string::npos ? -1 : std::strtol(item.c_str() + eq + 1, nullptr, 10);
+    const long value =
+        eq == std::string::npos ? -1 : std::strtol(item.c_str() + eq + 1, nullptr, 10);
     if (key == "y") {
       TORCH_CHECK(value >= 1 && value <= kCanonThreads && (value & (value - 1)) == 0,
                   "TREDUCE_CANON_LAUNCH: y must be a power of two from 1 to ", kCanonThreads,
@@ -92,16 +93,16 @@ CanonMode canon_mode() {
       m.force.y = static_cast<int>(value);
     } else if (key == "rounds") {
       TORCH_CHECK(value >= 1 && value <= (1 << 20) && (value & (value - 1)) == 0,
-                  "TREDUCE_CANON_LAUNCH: rounds must be a power of two from 1 to 2^20 (got '",
-                  item, "')");
+                  "TREDUCE_CANON_LAUNCH: rounds must be a power of two from 1 to 2^20 (got '", item,
+                  "')");
       m.force.rounds = static_cast<int>(value);
     } else if (key == "per") {
-      TORCH_CHECK(value == 1 || value == 2, "TREDUCE_CANON_LAUNCH: per must be 1 or 2 (got '",
-                  item, "')");
+      TORCH_CHECK(value == 1 || value == 2, "TREDUCE_CANON_LAUNCH: per must be 1 or 2 (got '", item,
+                  "')");
       m.force.per = static_cast<int>(value);
     } else if (key == "lat") {
-      TORCH_CHECK(value == 0 || value == 1, "TREDUCE_CANON_LAUNCH: lat must be 0 or 1 (got '",
-                  item, "')");
+      TORCH_CHECK(value == 0 || value == 1, "TREDUCE_CANON_LAUNCH: lat must be 0 or 1 (got '", item,
+                  "')");
       m.force.lat = static_cast<int>(value);
     } else if (key == "small") {
       TORCH_CHECK(value == 0 || value == 1, "TREDUCE_CANON_LAUNCH: small must be 0 or 1 (got '",
@@ -116,20 +117,25 @@ CanonMode canon_mode() {
                   "TREDUCE_CANON_LAUNCH: loop must be from 1 to 64 (got '", item, "')");
       m.force.loop = static_cast<int>(value);
     } else if (key == "cluster") {
-      TORCH_CHECK(value == 0 || value == 1,
-                  "TREDUCE_CANON_LAUNCH: cluster must be 0 or 1 (got '", item, "')");
+      TORCH_CHECK(value == 0 || value == 1, "TREDUCE_CANON_LAUNCH: cluster must be 0 or 1 (got '",
+                  item, "')");
       m.force.cluster = static_cast<int>(value);
     } else if (key == "whole") {
-      TORCH_CHECK(value == 0 || value == 1,
-                  "TREDUCE_CANON_LAUNCH: whole must be 0 or 1 (got '", item, "')");
+      TORCH_CHECK(value == 0 || value == 1, "TREDUCE_CANON_LAUNCH: whole must be 0 or 1 (got '",
+                  item, "')");
       m.force.whole = static_cast<int>(value);
     } else if (key == "splits") {
-      TORCH_CHECK(value >= 1 && value <= 65535, "TREDUCE_CANON_LAUNCH: splits must be from 1 "
-                  "to 65535 (got '", item, "')");
+      TORCH_CHECK(value >= 1 && value <= 65535,
+                  "TREDUCE_CANON_LAUNCH: splits must be from 1 "
+                  "to 65535 (got '",
+                  item, "')");
       m.force.splits = static_cast<int>(value);
     } else {
-      TORCH_CHECK(false, "TREDUCE_CANON_LAUNCH: expected 'plain' or 'y=Y,per=P,splits=S,rounds=R,lat=L,small=T,threads=N,loop=C,cluster=U,whole=W', got '",
-                  spec, "'");
+      TORCH_CHECK(
+          false,
+          "TREDUCE_CANON_LAUNCH: expected 'plain' or "
+          "'y=Y,per=P,splits=S,rounds=R,lat=L,small=T,threads=N,loop=C,cluster=U,whole=W', got '",
+          spec, "'");
     }
     pos = end + 1;
   }
@@ -141,16 +147,22 @@ namespace {
 // This backend's kernel for every op: one launcher per op family.
 void cuda_launch(const Plan& plan, at::Tensor& out) {
   switch (plan.kind) {
-    case OpKind::kSum: return sum_cuda_launch(plan, out);
-    case OpKind::kMean: return mean_cuda_launch(plan, out);
-    case OpKind::kProd: return prod_cuda_launch(plan, out);
+    case OpKind::kSum:
+      return sum_cuda_launch(plan, out);
+    case OpKind::kMean:
+      return mean_cuda_launch(plan, out);
+    case OpKind::kProd:
+      return prod_cuda_launch(plan, out);
     case OpKind::kAmax:
-    case OpKind::kAmin: return extreme_cuda_launch(plan, out);
+    case OpKind::kAmin:
+      return extreme_cuda_launch(plan, out);
     case OpKind::kArgmax:
-    case OpKind::kArgmin: return arg_cuda_launch(plan, out);
+    case OpKind::kArgmin:
+      return arg_cuda_launch(plan, out);
     case OpKind::kAnd:
     case OpKind::kOr:
-    case OpKind::kXor: return bitwise_cuda_launch(plan, out);
+    case OpKind::kXor:
+      return bitwise_cuda_launch(plan, out);
   }
 }
 

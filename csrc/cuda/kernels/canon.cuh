@@ -36,9 +36,9 @@
 namespace treduce {
 
 constexpr int kCanonThreads = 256;
-constexpr int kCanonLevels = 21;         // binary-counter levels: at most 2^20 rounds per split
-constexpr int kClusterSlots = 32;        // the latency kernel: splits x output lanes at most
-constexpr int kChunkCluster = 8;         // canon_small_kernel: chunks per cluster at most (portable)
+constexpr int kCanonLevels = 21;   // binary-counter levels: at most 2^20 rounds per split
+constexpr int kClusterSlots = 32;  // the latency kernel: splits x output lanes at most
+constexpr int kChunkCluster = 8;   // canon_small_kernel: chunks per cluster at most (portable)
 
 struct CanonConfig {
   int X;                     // output lanes per block (power of two)
@@ -76,8 +76,7 @@ __device__ __forceinline__ void fold_rows(const in_t* __restrict__ p, Next&& nex
     VecT x[kBatch];
     const uint64_t pol = load_policy<VecT>(ef);
 #pragma unroll
-    for (int u = 0; u < kBatch; ++u)
-      x[u] = load_in(reinterpret_cast<const VecT*>(p + next()), pol);
+    for (int u = 0; u < kBatch; ++u) x[u] = load_in(reinterpret_cast<const VecT*>(p + next()), pol);
 #pragma unroll
     for (int u = 0; u < kBatch; ++u)
 #pragma unroll
@@ -104,15 +103,19 @@ __device__ __forceinline__ void fold_leaf(const in_t* __restrict__ p, const Inde
     if (deep && red.ndim == 1) {
       const int64_t s = red.in_strides[0];
       int64_t off = r0 * s;
-      fold_rows<Op, in_t, kVec, 16>(p, [&] {
-        const int64_t o = off;
-        off += s;
-        return o;
-      }, n, a, ef);
+      fold_rows<Op, in_t, kVec, 16>(
+          p,
+          [&] {
+            const int64_t o = off;
+            off += s;
+            return o;
+          },
+          n, a, ef);
       return;
     }
   }
-  walk_offsets(red, r0, 1, one, [&](auto&& next) { fold_rows<Op, in_t, kVec, 8>(p, next, n, a, ef); });
+  walk_offsets(red, r0, 1, one,
+               [&](auto&& next) { fold_rows<Op, in_t, kVec, 8>(p, next, n, a, ef); });
 }
 
 // n contiguous elements (n a multiple of V, n <= kCanonLeaf) starting at a 16-byte boundary:
@@ -174,7 +177,7 @@ struct LeafStage {
   static constexpr int kPieceVecs = kLeafVecs < 8 ? kLeafVecs : 8;
   static constexpr int kPiece = kPieceVecs * V;  // elements per piece
   static constexpr int kRow = kPieceVecs + 1;
-  static constexpr int kSlots = 32 * kRow;       // 16-byte slots per warp
+  static constexpr int kSlots = 32 * kRow;  // 16-byte slots per warp
   // The warp's stage also holds fold_leaf_staged_unaligned's 32 rows of 33 4-byte values.
   static constexpr int kUnalignedRow = 33;
   static constexpr int kUnalignedVecs = (32 * kUnalignedRow * 4 + 15) / 16;
@@ -341,13 +344,26 @@ __device__ __forceinline__ bool fold_leaves_shifted(const in_t* p, bool whole, i
                                                 d - d_run == (ln >> log_g) * 8 * kL))
     return false;
   switch (shift0) {
-    case 1: fold_leaf_staged_shifted<Op, in_t, 1, kL, kDirect>(base0, d, log_g, stage, a); break;
-    case 2: fold_leaf_staged_shifted<Op, in_t, 2, kL, kDirect>(base0, d, log_g, stage, a); break;
-    case 3: fold_leaf_staged_shifted<Op, in_t, 3, kL, kDirect>(base0, d, log_g, stage, a); break;
-    case 4: fold_leaf_staged_shifted<Op, in_t, 4, kL, kDirect>(base0, d, log_g, stage, a); break;
-    case 5: fold_leaf_staged_shifted<Op, in_t, 5, kL, kDirect>(base0, d, log_g, stage, a); break;
-    case 6: fold_leaf_staged_shifted<Op, in_t, 6, kL, kDirect>(base0, d, log_g, stage, a); break;
-    default: fold_leaf_staged_shifted<Op, in_t, 7, kL, kDirect>(base0, d, log_g, stage, a);
+    case 1:
+      fold_leaf_staged_shifted<Op, in_t, 1, kL, kDirect>(base0, d, log_g, stage, a);
+      break;
+    case 2:
+      fold_leaf_staged_shifted<Op, in_t, 2, kL, kDirect>(base0, d, log_g, stage, a);
+      break;
+    case 3:
+      fold_leaf_staged_shifted<Op, in_t, 3, kL, kDirect>(base0, d, log_g, stage, a);
+      break;
+    case 4:
+      fold_leaf_staged_shifted<Op, in_t, 4, kL, kDirect>(base0, d, log_g, stage, a);
+      break;
+    case 5:
+      fold_leaf_staged_shifted<Op, in_t, 5, kL, kDirect>(base0, d, log_g, stage, a);
+      break;
+    case 6:
+      fold_leaf_staged_shifted<Op, in_t, 6, kL, kDirect>(base0, d, log_g, stage, a);
+      break;
+    default:
+      fold_leaf_staged_shifted<Op, in_t, 7, kL, kDirect>(base0, d, log_g, stage, a);
   }
   return true;
 }
@@ -501,7 +517,7 @@ __device__ __forceinline__ void fold_leaves_interleaved(const in_t* base, int la
   constexpr int kLoads = kPhaseBytes / 16 / 32;  // 16-byte loads per lane per phase
   constexpr int PV = R * X / V;                  // a leaf's vectors per phase (8 X)
   constexpr int kPad = X > V ? X : V;
-  constexpr int kPart = R * X + kPad;            // stage elements per leaf (a multiple of V)
+  constexpr int kPart = R * X + kPad;  // stage elements per leaf (a multiple of V)
   static_assert(X >= 4 && X <= 32 && kPhases >= 1 && kPhases * R == kCanonLeaf && kLoads == 8 &&
                     PV % 32 == 0 && kPart % V == 0,
                 "whole phases of 4 KB, whole warp loads per leaf");
@@ -522,8 +538,8 @@ __device__ __forceinline__ void fold_leaves_interleaved(const in_t* base, int la
     for (int i = 0; i < kN; ++i)
 #pragma unroll
       for (int u = 0; u < kLoads; ++u)
-        x[i][u] = load_in(vb + ((u / (PV / 32)) * kPhases + ph + i) * PV + (u % (PV / 32)) * 32,
-                          pol);
+        x[i][u] =
+            load_in(vb + ((u / (PV / 32)) * kPhases + ph + i) * PV + (u % (PV / 32)) * 32, pol);
 #pragma unroll
     for (int i = 0; i < kN; ++i) {
 #pragma unroll
@@ -544,10 +560,18 @@ __device__ __forceinline__ void fold_leaves_interleaved(const in_t* base, int X,
                                                         Vec<in_t, vec_width<in_t>()>* stage,
                                                         typename Op::acc_t& a, bool ef) {
   switch (X) {
-    case 4: fold_leaves_interleaved<Op, in_t, 4, kPh>(base, lane, stage, a, ef); break;
-    case 8: fold_leaves_interleaved<Op, in_t, 8, kPh>(base, lane, stage, a, ef); break;
-    case 16: fold_leaves_interleaved<Op, in_t, 16, kPh>(base, lane, stage, a, ef); break;
-    default: fold_leaves_interleaved<Op, in_t, 32, kPh>(base, lane, stage, a, ef); break;
+    case 4:
+      fold_leaves_interleaved<Op, in_t, 4, kPh>(base, lane, stage, a, ef);
+      break;
+    case 8:
+      fold_leaves_interleaved<Op, in_t, 8, kPh>(base, lane, stage, a, ef);
+      break;
+    case 16:
+      fold_leaves_interleaved<Op, in_t, 16, kPh>(base, lane, stage, a, ef);
+      break;
+    default:
+      fold_leaves_interleaved<Op, in_t, 32, kPh>(base, lane, stage, a, ef);
+      break;
   }
 }
 
@@ -566,8 +590,7 @@ constexpr bool stages_unaligned() {
 // the first n of its row (0: none). Every lane of the warp must call it.
 template <class Op, class in_t, bool kRagged = false, class At>
 __device__ __forceinline__ void fold_leaves_staged_at(At&& at, int lane, float* stage,
-                                                      typename Op::acc_t& a,
-                                                      int n = kCanonLeaf) {
+                                                      typename Op::acc_t& a, int n = kCanonLeaf) {
   using value_t = typename Op::value_t;
   constexpr int kRow = LeafStage<in_t>::kUnalignedRow;
   // One phase's 32 loads in flight per lane (16 measured 0.77-0.82x of aligned float32 sums:
@@ -613,8 +636,8 @@ __device__ __forceinline__ void fold_leaf_staged_unaligned(const in_t* leaf, int
       fold_leaves_staged_at<Op, in_t>(
           [&](int u, int ph) { return leaf0 + u * spacing + ph + lane; }, lane, stage, a);
     } else {
-      fold_leaves_staged_at<Op, in_t>(
-          [&](int u, int ph) { return shfl_ptr(leaf, u) + ph + lane; }, lane, stage, a);
+      fold_leaves_staged_at<Op, in_t>([&](int u, int ph) { return shfl_ptr(leaf, u) + ph + lane; },
+                                      lane, stage, a);
     }
   }
 }
@@ -634,11 +657,10 @@ __device__ __forceinline__ void fold_leaf_staged_unaligned(const in_t* leaf, int
 // past the output's K = outer x run are not loaded, and each lane folds its leaf's n (NOTES
 // step 142). Every lane must call it.
 template <class Op, bool kRagged = false, class in_t>
-__device__ __forceinline__ void fold_leaves_staged_short_runs(const in_t* p0, int64_t s_out,
-                                                              int X, int64_t q0, int dq,
+__device__ __forceinline__ void fold_leaves_staged_short_runs(const in_t* p0, int64_t s_out, int X,
+                                                              int64_t q0, int dq,
                                                               const IndexMap& red, int lane,
-                                                              float* stage,
-                                                              typename Op::acc_t& a,
+                                                              float* stage, typename Op::acc_t& a,
                                                               int n_leaf = kCanonLeaf) {
   if constexpr (stages_unaligned<Op, in_t>()) {
     const int64_t outer = red.sizes[0], run = red.sizes[1], s_outer = red.in_strides[0];
@@ -848,8 +870,8 @@ template <class acc_t, int kSlots>
 struct RoundLevels {
   acc_t (*sm)[kSlots];  // the block's [kCanonSmemLevels][kSlots] array
   int slot;
-  bool in_sm;           // tx < 32
-  acc_t* local;         // kCanonLevels levels (the low ones unused when in_sm)
+  bool in_sm;    // tx < 32
+  acc_t* local;  // kCanonLevels levels (the low ones unused when in_sm)
   __device__ __forceinline__ acc_t get(int l) const {
     return in_sm && l < kCanonSmemLevels ? sm[l][slot] : local[l];
   }
@@ -1026,9 +1048,8 @@ __device__ __noinline__ Merged<acc_t, kVec> merge_tile_splits(const acc_t* slots
         const int sp = ty * c + i0 + b;
 #pragma unroll
         for (int v = 0; v < kVec; ++v)
-          x[b][v] = i0 + b < c && sp < splits
-                        ? load_cg(slots + int64_t(sp) * tile_cols + col + v)
-                        : Op::identity();
+          x[b][v] = i0 + b < c && sp < splits ? load_cg(slots + int64_t(sp) * tile_cols + col + v)
+                                              : Op::identity();
       }
     }
 #pragma unroll
@@ -1098,8 +1119,8 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
   static_assert(!kStage || canon_stage_fits<Op>(kVec), "the column staging");
   static_assert(!kInter || (kVec == 1 && kPer == 1 && interleaves<in_t>()),
                 "interleaved leaves: one leaf, one output");
-  constexpr int kPh = kLat ? 2 : 1;          // fold_leaf_staged's phases in flight
-  constexpr int kVecBatch = kLat ? 16 : 8;   // fold_leaf_vec's loads in flight
+  constexpr int kPh = kLat ? 2 : 1;         // fold_leaf_staged's phases in flight
+  constexpr int kVecBatch = kLat ? 16 : 8;  // fold_leaf_vec's loads in flight
   using acc_t = typename Op::acc_t;
   using Stage = LeafStage<in_t>;
   __shared__ acc_t sm[kCanonThreads * kVec];
@@ -1120,7 +1141,7 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
   const int X = cfg.X, Y = cfg.Y;
   const int tx = tid & (X - 1), ty = tid / X;
   const int col = tx * kVec;  // this thread's first column in the tile
-  constexpr bool kStageUnaligned = stages_unaligned<Op, in_t>();  // fold_leaf_staged_unaligned
+  constexpr bool kStageUnaligned = stages_unaligned<Op, in_t>();   // fold_leaf_staged_unaligned
   constexpr bool kShifted = kStageUnaligned && sizeof(in_t) == 2;  // fold_leaves_shifted
   // One float output per thread: the low levels in shared memory, the accessor built where it is
   // used from a fresh read of the thread index, so that none of it stays live across the rounds'
@@ -1143,7 +1164,7 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
   // the stores and the final merge's loads (output lanes tx side by side) are coalesced.
   const int tile_cols = X * kVec;
   const auto tile_slots = [&](int64_t tile) { return partials + tile * tile_cols * cfg.splits; };
-  const auto store = [&](int64_t o, const acc_t (&r)[kVec]) {
+  const auto store = [&](int64_t o, const acc_t(&r)[kVec]) {
 #pragma unroll
     for (int v = 0; v < kVec; ++v)
       out[g.kept.out_offset(o + v)] = from_acc<out_t>(Op::finalize(r[v], K, M));
@@ -1159,8 +1180,8 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
     const int64_t tile = cfg.splits > 1 ? blockIdx.x : item;
     const int split = cfg.splits > 1 ? static_cast<int>(item) : 0;
     const int64_t k0 = split * cfg.rounds_per_split;
-    const int64_t k1 = k0 + cfg.rounds_per_split < cfg.rounds ? k0 + cfg.rounds_per_split
-                                                               : cfg.rounds;
+    const int64_t k1 =
+        k0 + cfg.rounds_per_split < cfg.rounds ? k0 + cfg.rounds_per_split : cfg.rounds;
     const int64_t o0 = (tile * X + tx) * kVec;  // M % kVec == 0 when kVec > 1
     const bool active = o0 < M;
     const in_t* __restrict__ p = in + (active ? g.kept.in_offset(o0) : 0);
@@ -1179,8 +1200,8 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
       if (cfg.step > 0 && l.n > 0 && (g.red.ndim == 1 || (r0 % run) + l.n <= run)) {
         l.in_run = true;
         l.p = p + (g.red.ndim == 1 ? r0 * cfg.step : g.red.in_offset(r0));
-        l.vec = (reinterpret_cast<uintptr_t>(l.p) & 15) == 0 &&
-                l.n * cfg.step % vec_width<in_t>() == 0;
+        l.vec =
+            (reinterpret_cast<uintptr_t>(l.p) & 15) == 0 && l.n * cfg.step % vec_width<in_t>() == 0;
       }
       return l;
     };
@@ -1204,8 +1225,9 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
     const auto interleaved = [&](const LeafAt<in_t> l) {
       if (cfg.step < 4 || cfg.step != X || X > 32) return false;
       const in_t* const p0 = shfl_ptr(l.p, 0);
-      return __all_sync(kFullMask, l.in_run && l.n == kCanonLeaf &&
-                                       l.p == p0 + (lane / X) * (kCanonLeaf * X) + (lane & (X - 1))) &&
+      return __all_sync(kFullMask,
+                        l.in_run && l.n == kCanonLeaf &&
+                            l.p == p0 + (lane / X) * (kCanonLeaf * X) + (lane & (X - 1))) &&
              (reinterpret_cast<uintptr_t>(p0) & 15) == 0;
     };
     // fold_leaves_staged_short_runs where the innermost reduced dim's runs are shorter than a
@@ -1224,8 +1246,8 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
         const in_t* const p0 = shfl_ptr(p, 0);
         const int64_t s_out = shfl_ptr(p, X > 1 ? 1 : 0) - p0;
         const int64_t q0 = __shfl_sync(kFullMask, q, 0);
-        if (!__all_sync(kFullMask, p == p0 + (lane & (X - 1)) * s_out &&
-                                       q == q0 + (lane / X) * kPer) ||
+        if (!__all_sync(kFullMask,
+                        p == p0 + (lane & (X - 1)) * s_out && q == q0 + (lane / X) * kPer) ||
             !__any_sync(kFullMask, n > 0))
           return false;
         float* const st = reinterpret_cast<float*>(stage[tid >> 5]);
@@ -1264,16 +1286,17 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
           if (cfg.step == 1)
             fold_leaf_staged<Op, in_t, 1, 2>(l0.p, n0, lane, stage[tid >> 5], b, g.evict_first);
           else
-            fold_leaf_staged<Op, in_t, 2, 2>(l0.p, 2 * n0, lane, stage[tid >> 5], b,
-                                             g.evict_first);
+            fold_leaf_staged<Op, in_t, 2, 2>(l0.p, 2 * n0, lane, stage[tid >> 5], b, g.evict_first);
           a[0] = Op::combine(b[0], b[1]);
           paired = true;
         } else {
           // The same two leaves, whole and contiguous, every lane's starting the same number of
           // elements past a 16-byte boundary (a view such as x[1:]).
           acc_t b[2] = {Op::identity(), Op::identity()};
-          if (shifted(l0.p, l0.in_run && l1.in_run && l0.n == kCanonLeaf &&
-                                l1.n == kCanonLeaf && l1.p == l0.p + kCanonLeaf, b)) {
+          if (shifted(l0.p,
+                      l0.in_run && l1.in_run && l0.n == kCanonLeaf && l1.n == kCanonLeaf &&
+                          l1.p == l0.p + kCanonLeaf,
+                      b)) {
             a[0] = Op::combine(b[0], b[1]);
             paired = true;
           }
@@ -1290,8 +1313,8 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
           // (a partial leaf, a run's end) element by element.
           const LeafAt<in_t> l = locate(q);
           if (interleaved(l))
-            fold_leaves_interleaved<Op, in_t, kPh>(shfl_ptr(l.p, 0), X, lane, stage[tid >> 5],
-                                                   b[0], g.evict_first);
+            fold_leaves_interleaved<Op, in_t, kPh>(shfl_ptr(l.p, 0), X, lane, stage[tid >> 5], b[0],
+                                                   g.evict_first);
           else if (l.n > 0)
             fold_leaf<Op, in_t, 1>(p, g.red, cfg.one, q * kCanonLeaf, l.n, b, g.evict_first);
         } else if constexpr (kVec == 1) {
@@ -1309,10 +1332,10 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
               n0 * cfg.step % Stage::kPiece == 0) {
             if (cfg.step == 1)
               fold_leaf_staged<Op, in_t, 1, 1, kPh>(l.p, n0, lane, stage[tid >> 5], b,
-                                                  g.evict_first);
+                                                    g.evict_first);
             else
-              fold_leaf_staged<Op, in_t, 2>(odd ? l.p - 1 : l.p, 2 * n0, lane, stage[tid >> 5],
-                                            b, g.evict_first, odd);
+              fold_leaf_staged<Op, in_t, 2>(odd ? l.p - 1 : l.p, 2 * n0, lane, stage[tid >> 5], b,
+                                            g.evict_first, odd);
           } else if (shifted(l.p, l.in_run && n == kCanonLeaf, b)) {
             // Whole 16-bit leaves, every lane's the same number of elements past a 16-byte
             // boundary: folded.
@@ -1405,8 +1428,8 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
     // merges the tile's nodes (merge_tile_splits, out of line).
     const unsigned left = (cfg.splits - 1 - blockIdx.y) / gridDim.y + 1;  // splits it took
     const Merged<acc_t, kVec> m = merge_tile_splits<Op, kVec>(
-        tile_slots(blockIdx.x), &counters[blockIdx.x], left, cfg.splits, cfg.merge_per_thread,
-        X, Y, sm, reinterpret_cast<uint4*>(stage[tid >> 5]));
+        tile_slots(blockIdx.x), &counters[blockIdx.x], left, cfg.splits, cfg.merge_per_thread, X, Y,
+        sm, reinterpret_cast<uint4*>(stage[tid >> 5]));
     const int64_t o0 = (int64_t(blockIdx.x) * X + tx) * kVec;
     if (m.last && ty == 0 && o0 < M) store(o0, m.a);
   }
@@ -1439,8 +1462,8 @@ __device__ __noinline__ typename Op::acc_t fold_small_unaligned(
   if constexpr (small_unaligned<Op, in_t, kL>()) {
     bool done = false;
     if constexpr (sizeof(in_t) == 2)
-      done = fold_leaves_shifted<Op, in_t, kL, true>(
-          lp, true, 0, reinterpret_cast<Vec<in_t, 8>*>(stage), b);
+      done = fold_leaves_shifted<Op, in_t, kL, true>(lp, true, 0,
+                                                     reinterpret_cast<Vec<in_t, 8>*>(stage), b);
     if (!done) {  // (16-bit leaves of one shift always fold above)
 #pragma unroll 1
       for (int l = 0; l < kL; ++l)
@@ -1506,10 +1529,8 @@ __device__ __forceinline__ typename Op::acc_t canon_small_node(const in_t* __res
         fold_run_any_order<Op, in_t, kL>(p + (r0 - int64_t(lane) * kL * kCanonLeaf), lane, b,
                                          g.evict_first);
       } else {
-        auto* stage =
-            reinterpret_cast<Vec<in_t, V>*>(small_stage) + (tid >> 5) * Stage::kSmallVecs;
-        fold_leaf_staged<Op, in_t, 1, kL, kPh>(p + r0, kCanonLeaf, lane, stage, b,
-                                               g.evict_first);
+        auto* stage = reinterpret_cast<Vec<in_t, V>*>(small_stage) + (tid >> 5) * Stage::kSmallVecs;
+        fold_leaf_staged<Op, in_t, 1, kL, kPh>(p + r0, kCanonLeaf, lane, stage, b, g.evict_first);
       }
     } else {
 #pragma unroll
@@ -1543,9 +1564,9 @@ __device__ __forceinline__ void merge_chunk_nodes(const typename Op::acc_t* slot
                                                   int merge_per_thread, typename Op::acc_t* sm,
                                                   uint4* stage, out_t* out, const Geometry& g,
                                                   int64_t o) {
-  const Merged<typename Op::acc_t, 1> m = merge_tile_splits<Op, 1>(
-      slots, &counters[o], done, nodes, merge_per_thread, 1, static_cast<int>(blockDim.x), sm,
-      stage);
+  const Merged<typename Op::acc_t, 1> m =
+      merge_tile_splits<Op, 1>(slots, &counters[o], done, nodes, merge_per_thread, 1,
+                               static_cast<int>(blockDim.x), sm, stage);
   if (m.last && threadIdx.x == 0)
     out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(m.a[0], g.reduce_len, g.num_outputs));
 }
@@ -1618,14 +1639,16 @@ __global__ void __launch_bounds__(kCanonThreads)
     return;
   }
   if constexpr (kCluster) {
-    cluster_wait();  // every block of the cluster has started (every thread takes part)
+    cluster_wait();         // every block of the cluster has started (every thread takes part)
     if (blockIdx.x != 0) {  // this chunk's node, to the cluster's first block; then done
       if (tid == 0) cluster_store_async(&cluster_nodes[blockIdx.x], a, cluster_bar, 0);
       return;
     }
     const int n = static_cast<int>(gridDim.x);
     const acc_t b = merge_cluster_nodes<Op, acc_t>(  // (n <= kChunkCluster: shuffles only)
-        [&] { return tid == 0 ? a : tid < n ? cluster_nodes[tid] : Op::identity(); }, cluster_bar,
+        [&] { return tid == 0  ? a
+                     : tid < n ? cluster_nodes[tid]
+                               : Op::identity(); }, cluster_bar,
         n, 1, tid, sm);
     if (tid == 0)
       out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(b, g.reduce_len, g.num_outputs));
@@ -1634,10 +1657,10 @@ __global__ void __launch_bounds__(kCanonThreads)
   if constexpr (!kWhole) {
     acc_t* const slots = partials + o * int64_t(gridDim.x);
     if (tid == 0) slots[blockIdx.x] = a;
-    merge_chunk_nodes<Op>(slots, counters, 1, static_cast<int>(gridDim.x), merge_per_thread, sm,
-                          reinterpret_cast<uint4*>(small_stage) +
-                              (tid >> 5) * LeafStage<in_t>::kSmallVecs,
-                          out, g, o);
+    merge_chunk_nodes<Op>(
+        slots, counters, 1, static_cast<int>(gridDim.x), merge_per_thread, sm,
+        reinterpret_cast<uint4*>(small_stage) + (tid >> 5) * LeafStage<in_t>::kSmallVecs, out, g,
+        o);
   }
 }
 
@@ -1654,8 +1677,8 @@ __global__ void __launch_bounds__(kCanonThreads)
 // float32 chunks measured no faster looped (NOTES step 120) and are not instantiated.
 template <class Op, class in_t, class out_t, bool kUnaligned = false>
 __global__ void __launch_bounds__(kCanonThreads, 4)
-    canon_small_loop_kernel(const in_t* __restrict__ in, out_t* __restrict__ out,
-                            const Geometry g, typename Op::acc_t* __restrict__ partials,
+    canon_small_loop_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
+                            typename Op::acc_t* __restrict__ partials,
                             unsigned* __restrict__ counters, int64_t chunk, int chunks,
                             int merge_per_thread) {
   using acc_t = typename Op::acc_t;
@@ -1671,11 +1694,9 @@ __global__ void __launch_bounds__(kCanonThreads, 4)
         small_stage);  // (the next chunk's tree_over_block waits for thread 0's read of sm)
     if (tid == 0) slots[q] = a;
   }
-  merge_chunk_nodes<Op>(slots, counters, (chunks - 1 - blockIdx.x) / gridDim.x + 1, chunks,
-                        merge_per_thread, sm,
-                        reinterpret_cast<uint4*>(small_stage) +
-                            (tid >> 5) * LeafStage<in_t>::kSmallVecs,
-                        out, g, o);
+  merge_chunk_nodes<Op>(
+      slots, counters, (chunks - 1 - blockIdx.x) / gridDim.x + 1, chunks, merge_per_thread, sm,
+      reinterpret_cast<uint4*>(small_stage) + (tid >> 5) * LeafStage<in_t>::kSmallVecs, out, g, o);
 }
 
 }  // namespace treduce

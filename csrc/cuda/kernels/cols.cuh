@@ -6,13 +6,14 @@
 //
 // Work split: a block is 32 x 8 threads. Each thread owns kVec neighbouring outputs and reads them
 // with one 16-byte load per reduced element when the geometry is aligned for it (kVec =
-// cols_vec(): 16 / sizeof(in_t), fewer for large accumulators), else one element (kVec = 1). The 32 lanes of a warp are split into CX column
-// lanes (CX = col_lanes, a power of two, sized to the inner dim) times 32 / CX reduced-element
-// lanes, so that a narrow inner dim (2, 8, 32 outputs) still keeps every lane loading: a warp
-// reads 32 / CX consecutive reduced elements of CX * kVec outputs per load. The partial values
-// meet through warp shuffles across the reduced-element lanes, then a shared-memory tree with
-// sequential addressing over the 8 warps. When there are too few output tiles to fill the GPU,
-// K is also split over gridDim.y blocks, combined through arrive_last().
+// cols_vec(): 16 / sizeof(in_t), fewer for large accumulators), else one element (kVec = 1). The 32
+// lanes of a warp are split into CX column lanes (CX = col_lanes, a power of two, sized to the
+// inner dim) times 32 / CX reduced-element lanes, so that a narrow inner dim (2, 8, 32 outputs)
+// still keeps every lane loading: a warp reads 32 / CX consecutive reduced elements of CX * kVec
+// outputs per load. The partial values meet through warp shuffles across the reduced-element lanes,
+// then a shared-memory tree with sequential addressing over the 8 warps. When there are too few
+// output tiles to fill the GPU, K is also split over gridDim.y blocks, combined through
+// arrive_last().
 //
 //   cols_kernel<SumOp<float>, float, float, 4><<<grid, dim3(32, 8), 0, stream>>>(in, out, geom,
 //                                                                     cfg, partials, counters);
@@ -101,8 +102,7 @@ constexpr int cols_merge_batch() {
 // kVec / 2 pairs of the input type instead, one packed NaN-propagating instruction per two
 // columns (exact: the result is one of the inputs), converted to acc_t once at the end: a
 // float accumulator cost 5 instructions per element (three compares, two selects).
-template <class Op, class in_t, int kVec,
-          bool = packed_extreme<Op, in_t>::value && kVec % 2 == 0>
+template <class Op, class in_t, int kVec, bool = packed_extreme<Op, in_t>::value && kVec % 2 == 0>
 struct ColumnFold {
   using acc_t = typename Op::acc_t;
   acc_t acc[kVec];
@@ -156,9 +156,9 @@ __global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, in_t, kVec
   __shared__ acc_t smem[kColsY][kColsX * kVec + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int CX = cfg.col_lanes;
-  const int cx = tx & (CX - 1);            // which column group of the tile
-  const int lanes_r = kColsX / CX;         // reduced-element lanes per warp
-  const int rl = ty * lanes_r + tx / CX;   // this thread's reduced-element lane in the block
+  const int cx = tx & (CX - 1);           // which column group of the tile
+  const int lanes_r = kColsX / CX;        // reduced-element lanes per warp
+  const int rl = ty * lanes_r + tx / CX;  // this thread's reduced-element lane in the block
   const int rows_per_step = kColsY * lanes_r;
   const int tile_cols = CX * kVec;
   const int split = blockIdx.y;
@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, in_t, kVec
   for (int64_t tile = blockIdx.x; tile < cfg.tiles; tile += gridDim.x) {
     const int64_t outer = tile / cfg.col_tiles;
     const int64_t col0 = (tile - outer * cfg.col_tiles) * tile_cols;  // first column of the tile
-    const int64_t col = col0 + cx * kVec;                              // this thread's first
+    const int64_t col = col0 + cx * kVec;                             // this thread's first
     acc_t acc[kVec];
     ColumnFold<Op, in_t, kVec> f;
     if (col < cfg.inner) {  // with kVec > 1 the host guarantees inner % kVec == 0
@@ -187,9 +187,9 @@ __global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, in_t, kVec
           for (int u = 0; u < kU; ++u) f.add(x[u], r + u * rows_per_step);
         }
         for (; r < r1; r += rows_per_step)
-          f.add(load_in(reinterpret_cast<const VecT*>(p + next()),
-                        load_policy<VecT>(g.evict_first)),
-                r);
+          f.add(
+              load_in(reinterpret_cast<const VecT*>(p + next()), load_policy<VecT>(g.evict_first)),
+              r);
       });
     }
     f.result(acc);

@@ -136,19 +136,24 @@ __device__ __forceinline__ T load_in(const T* p, uint64_t pol) {
 
 // Max/min over half or bfloat16 inputs: pairs of values go through one packed, NaN-propagating
 // instruction (__hmax2_nan, __hmin2_nan), exact since the result is one of the inputs.
-template <class Op, class T> struct packed_extreme : std::false_type {};
-template <bool kMax> struct packed_extreme<ExtremeOp<float, kMax>, __nv_bfloat16> : std::true_type {
+template <class Op, class T>
+struct packed_extreme : std::false_type {};
+template <bool kMax>
+struct packed_extreme<ExtremeOp<float, kMax>, __nv_bfloat16> : std::true_type {
   using pair_t = __nv_bfloat162;
   static constexpr bool max = kMax;
 };
-template <bool kMax> struct packed_extreme<ExtremeOp<float, kMax>, __half> : std::true_type {
+template <bool kMax>
+struct packed_extreme<ExtremeOp<float, kMax>, __half> : std::true_type {
   using pair_t = __half2;
   static constexpr bool max = kMax;
 };
 
 // argmax/argmin: the ExtremeOp of the same direction.
-template <class Op> struct arg_extreme : std::false_type {};
-template <class T, bool kMax> struct arg_extreme<ArgExtremeOp<T, kMax>> : std::true_type {
+template <class Op>
+struct arg_extreme : std::false_type {};
+template <class T, bool kMax>
+struct arg_extreme<ArgExtremeOp<T, kMax>> : std::true_type {
   using extreme_op = ExtremeOp<T, kMax>;
 };
 

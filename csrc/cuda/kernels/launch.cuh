@@ -49,8 +49,8 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // stream, 82.1 -> 76.1 µs packed; but bfloat16 argmax rows of 128 106.1 -> 151.1, so argmax and
 // argmin (kNeedsIndex) stop at 8 vectors, 64 elements (NOTES step 80).
 template <class Op, class in_t>
-constexpr int kPackedMaxK = Op::kNeedsIndex ? std::min(8 * vec_width<in_t>(), 64)
-                                            : std::min(16 * vec_width<in_t>(), 128);
+constexpr int kPackedMaxK =
+    Op::kNeedsIndex ? std::min(8 * vec_width<in_t>(), 64) : std::min(16 * vec_width<in_t>(), 128);
 
 // Inputs of fewer than this many bytes are read with evict-first 16-byte loads (Geometry::
 // evict_first, load_in). After a write that leaves L2 dirty (do_bench's flush, or the kernel
@@ -77,8 +77,8 @@ inline int64_t next_pow2(int64_t v) {
 
 // How many blocks to split K over when the tiles alone do not fill the GPU: the count whose
 // blocks fill their last wave best (tiles * s against whole waves of `target` blocks; the
-// smaller s on a tie), each split keeping about `min_units` units of work (the last may get less). A split count that
-// overshoots one wave by a few blocks would leave most SMs idle in the second.
+// smaller s on a tie), each split keeping about `min_units` units of work (the last may get less).
+// A split count that overshoots one wave by a few blocks would leave most SMs idle in the second.
 inline int choose_splits(int64_t tiles, int64_t units, int64_t min_units, int64_t target) {
   if (tiles >= target) return 1;
   const int64_t most = std::min(std::max<int64_t>(1, ceil_div(units, min_units)), kMaxSplits);
@@ -177,8 +177,8 @@ int max_cluster(Kernel kernel, int threads) {
 // `smem` bytes of dynamic shared memory. A failed launch leaves its error for the caller's
 // launch check.
 template <class... Params, class... Args>
-void launch_in_clusters(void (*kernel)(Params...), dim3 grid, dim3 block, dim3 cluster,
-                        size_t smem, cudaStream_t stream, Args... args) {
+void launch_in_clusters(void (*kernel)(Params...), dim3 grid, dim3 block, dim3 cluster, size_t smem,
+                        cudaStream_t stream, Args... args) {
   cudaLaunchAttribute at;
   const cudaLaunchConfig_t cfg = cluster_config(grid, block, cluster, smem, stream, at);
   (void)cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...);
@@ -194,9 +194,9 @@ void launch_cluster(dim3 grid, dim3 block, dim3 cluster, size_t smem, cudaStream
     static std::atomic<bool> allowed[64] = {};  // calls may come from several host threads
     int dev = 0;
     if (cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < 64 && !allowed[dev].load())
-      allowed[dev].store(cudaFuncSetAttribute(
-                             kKernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
-                         cudaSuccess);
+      allowed[dev].store(cudaFuncSetAttribute(kKernel,
+                                              cudaFuncAttributeNonPortableClusterSizeAllowed,
+                                              1) == cudaSuccess);
   }
   launch_in_clusters(kKernel, grid, block, cluster, smem, stream, args...);
 }
@@ -216,8 +216,8 @@ template <class Op, class in_t, class out_t>
 int blocks_per_sm(Strategy s, bool vec_cols, bool packed) {
   if (packed) return packed_blocks_per_sm<Op, in_t, out_t>();
   if (s == Strategy::kColumns && vec_cols) {
-    static const int n = occupancy(cols_kernel<Op, in_t, out_t, cols_vec<Op, in_t>()>,
-                                   kColsX * kColsY);
+    static const int n =
+        occupancy(cols_kernel<Op, in_t, out_t, cols_vec<Op, in_t>()>, kColsX * kColsY);
     return n;
   }
   switch (s) {
@@ -367,8 +367,8 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
     c.col_tiles = ceil_div(c.inner, tile_cols);
     c.tiles = tiles = (M / c.inner) * c.col_tiles;
     // A batch: the rows of one round of the kernel's loads in flight (cols_unroll per thread).
-    const int unroll = lc.vec_cols ? cols_unroll<Op, in_t, cols_vec<Op, in_t>()>()
-                                   : cols_unroll<Op, in_t, 1>();
+    const int unroll =
+        lc.vec_cols ? cols_unroll<Op, in_t, cols_vec<Op, in_t>()>() : cols_unroll<Op, in_t, 1>();
     const int64_t batch = rows_per_step * unroll;
     splits = tiles <= kCounterCapacity ? choose_splits(tiles, K, batch * 2, target) : 1;
     // Splits of whole batches: a remainder is read one load at a time, each load a full memory
@@ -406,21 +406,35 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
 
 // packed_rows_kernel for K = 2, 4, ..., 128, at most kMaxK (rows_packable<in_t, kMaxK>).
 template <class Op, int kMaxK, class in_t, class out_t>
-void run_packed(const Geometry& g, const in_t* in, out_t* out, int64_t nvec, dim3 grid,
-                dim3 block, cudaStream_t stream) {
+void run_packed(const Geometry& g, const in_t* in, out_t* out, int64_t nvec, dim3 grid, dim3 block,
+                cudaStream_t stream) {
   auto packed = [&](auto k) {
     constexpr int kK = decltype(k)::value;
     if constexpr (kK <= kMaxK)
       packed_rows_kernel<Op, in_t, out_t, kK><<<grid, block, 0, stream>>>(in, out, g, nvec);
   };
   switch (g.reduce_len) {
-    case 2: packed(std::integral_constant<int, 2>{}); break;
-    case 4: packed(std::integral_constant<int, 4>{}); break;
-    case 8: packed(std::integral_constant<int, 8>{}); break;
-    case 16: packed(std::integral_constant<int, 16>{}); break;
-    case 32: packed(std::integral_constant<int, 32>{}); break;
-    case 64: packed(std::integral_constant<int, 64>{}); break;
-    default: packed(std::integral_constant<int, 128>{}); break;
+    case 2:
+      packed(std::integral_constant<int, 2>{});
+      break;
+    case 4:
+      packed(std::integral_constant<int, 4>{});
+      break;
+    case 8:
+      packed(std::integral_constant<int, 8>{});
+      break;
+    case 16:
+      packed(std::integral_constant<int, 16>{});
+      break;
+    case 32:
+      packed(std::integral_constant<int, 32>{});
+      break;
+    case 64:
+      packed(std::integral_constant<int, 64>{});
+      break;
+    default:
+      packed(std::integral_constant<int, 128>{});
+      break;
   }
 }
 
@@ -455,16 +469,16 @@ void run_launch(const Launch& lc, const Geometry& g, const in_t* in, out_t* out,
 
 // A forced configuration for tests (TREDUCE_CANON_LAUNCH, see reduce_cuda.cu): 0 means automatic.
 struct CanonOverride {
-  int y = 0;       // leaf lanes per block (a power of two dividing kCanonThreads)
-  int splits = 0;  // blocks per tile along K
-  int rounds = 0;  // rounds per split (a power of two)
-  int per = 0;     // leaves per thread per round (1 or 2)
-  int lat = -1;    // the latency kernel (kLat): -1 automatic, 0 never, 1 wherever the shape
-                   // allows it (one split per block; splits <= the cluster limit, <= Y, and
-                   // splits x output lanes <= kClusterSlots)
-  int small = -1;  // canon_small_kernel: -1 automatic, 0 never, 1 wherever the layout allows it
-  int threads = 0;  // canon_small_kernel's chunks: threads per block (64, 128 or 256)
-  int loop = 0;     // chunks per block (canon_small_loop_kernel: chunk_loop)
+  int y = 0;         // leaf lanes per block (a power of two dividing kCanonThreads)
+  int splits = 0;    // blocks per tile along K
+  int rounds = 0;    // rounds per split (a power of two)
+  int per = 0;       // leaves per thread per round (1 or 2)
+  int lat = -1;      // the latency kernel (kLat): -1 automatic, 0 never, 1 wherever the shape
+                     // allows it (one split per block; splits <= the cluster limit, <= Y, and
+                     // splits x output lanes <= kClusterSlots)
+  int small = -1;    // canon_small_kernel: -1 automatic, 0 never, 1 wherever the layout allows it
+  int threads = 0;   // canon_small_kernel's chunks: threads per block (64, 128 or 256)
+  int loop = 0;      // chunks per block (canon_small_loop_kernel: chunk_loop)
   int cluster = -1;  // canon_small_kernel's chunks merged in a cluster (chunk_cluster): -1
                      // automatic, 0 never, 1 wherever allowed
   int whole = -1;    // one block per output through canon_small_kernel's kWhole instantiation:
@@ -473,18 +487,18 @@ struct CanonOverride {
 
 struct CanonLaunch {
   CanonConfig cfg{};
-  int pair = 0;  // rows of 2 or 4 aligned 16-byte vectors: pair_rows_kernel<..., pair>
-  bool packed = false;  // rows of K = 2, 4, 8, 16 inside 16-byte vectors: packed_rows_kernel,
+  int pair = 0;             // rows of 2 or 4 aligned 16-byte vectors: pair_rows_kernel<..., pair>
+  bool packed = false;      // rows of K = 2, 4, 8, 16 inside 16-byte vectors: packed_rows_kernel,
   int64_t packed_vecs = 0;  // whose in-order fold of a whole row is the canonical order (one leaf)
-  int vec = 1;  // outputs per thread (canon_vec() or 1)
-  bool lat = false;  // canon_kernel<..., kLat = true>: clusters of cfg.splits blocks along y
-  bool small = false;  // canon_small_kernel: one block of `block` threads per output
-  int64_t chunk = 0;   // ... or per chunk of this many elements of an output (grid: chunks x M)
+  int vec = 1;              // outputs per thread (canon_vec() or 1)
+  bool lat = false;         // canon_kernel<..., kLat = true>: clusters of cfg.splits blocks along y
+  bool small = false;       // canon_small_kernel: one block of `block` threads per output
+  int64_t chunk = 0;     // ... or per chunk of this many elements of an output (grid: chunks x M)
   bool cluster = false;  // ... whose chunks are merged in a cluster of gridDim.x blocks
   int whole = -1;        // ... (chunk = 0) through its kWhole instantiation: -1 automatic
                          // (launch_small), 0 never, 1 always
-  bool stage = false;  // columns: canon_kernel<..., kStage = true> (rows of exactly vec outputs)
-  bool inter = false;  // mid dims of X interleaved outputs: canon_kernel<..., kInter = true>
+  bool stage = false;    // columns: canon_kernel<..., kStage = true> (rows of exactly vec outputs)
+  bool inter = false;    // mid dims of X interleaved outputs: canon_kernel<..., kInter = true>
   dim3 grid, block;
   int64_t partials = 0;
   int64_t counters = 0;
@@ -597,7 +611,9 @@ constexpr int64_t kChunkLoopFourRow = 8;
 // Inputs whose aligned chunks of one leaf per thread may run several per block
 // (canon_small_loop_kernel is instantiated for these only).
 template <class in_t>
-constexpr bool chunks_loop() { return sizeof(in_t) == 4 || sizeof(in_t) == 2; }
+constexpr bool chunks_loop() {
+  return sizeof(in_t) == 4 || sizeof(in_t) == 2;
+}
 
 // Leaves per thread of canon_small_kernel's chunks: canon_per (two for 1- and 2-byte inputs),
 // but one for 16-bit inputs that start aligned (16384 elements, 32 KB blocks at five per SM
@@ -708,8 +724,7 @@ bool cluster_rows(int64_t M, int64_t K, bool aligned, int sm_count, bool cluster
   const int64_t chunks = ceil_div(K, int64_t(kCanonThreads) * kCanonLeaf);
   return M >= 2 && M * chunks <= sm_count &&
          chunk_cluster<in_t>(chunks, aligned, 1, 1, clusters, ov) &&
-         !chunks_auto<in_t>(M, ceil_div(K, int64_t(kCanonThreads) * kCanonLeaf *
-                                               canon_per<in_t>()),
+         !chunks_auto<in_t>(M, ceil_div(K, int64_t(kCanonThreads) * kCanonLeaf * canon_per<in_t>()),
                             sm_count);
 }
 
@@ -745,10 +760,10 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // there). Forced (small=1) wherever the layout allows it; a forced shape or latency kernel
   // turns it off.
   const int64_t leaves = ceil_div(K, kCanonLeaf);
-  const bool small_auto =
-      reinterpret_cast<uintptr_t>(in) % 16 != 0 ? leaves >= 64 && 3 * M > sm_count
-      : small_leaves_per_thread<in_t>(K) == 2   ? 3 * M > sm_count
-                                                : M <= sm_count || leaves >= 64;
+  const bool small_auto = reinterpret_cast<uintptr_t>(in) % 16 != 0
+                              ? leaves >= 64 && 3 * M > sm_count
+                          : small_leaves_per_thread<in_t>(K) == 2 ? 3 * M > sm_count
+                                                                  : M <= sm_count || leaves >= 64;
   if (const int t = small_block<Op, in_t>(g, in);
       t > 0 && M <= INT32_MAX &&
       (ov.small > 0 || (ov.small < 0 && !forced && ov.lat < 0 && small_auto))) {
@@ -789,24 +804,23 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     lc.counters = lc.cluster ? 0 : M;
     return lc;
   }
-  if (!forced && choose_strategy(g) == Strategy::kRows &&
-      rows_packable<in_t>(g, in)) {
+  if (!forced && choose_strategy(g) == Strategy::kRows && rows_packable<in_t>(g, in)) {
     lc.packed = true;
     lc.packed_vecs = M * K / vec_width<in_t>();
     lc.block = dim3(kRowsBlock);
-    lc.grid = packed_grid(lc.packed_vecs,
-                          int64_t(sm_count) *
-                              packed_blocks_per_sm<Op, in_t, out_t>());
+    lc.grid =
+        packed_grid(lc.packed_vecs, int64_t(sm_count) * packed_blocks_per_sm<Op, in_t, out_t>());
     return lc;
   }
   if (!forced) lc.pair = pair_rows<in_t>(g, in);
   if (lc.pair > 0) {
-    static const int per_sm = std::min(occupancy(pair_rows_kernel<Op, in_t, out_t, 2>, kPairThreads),
-                                       occupancy(pair_rows_kernel<Op, in_t, out_t, 4>, kPairThreads));
+    static const int per_sm =
+        std::min(occupancy(pair_rows_kernel<Op, in_t, out_t, 2>, kPairThreads),
+                 occupancy(pair_rows_kernel<Op, in_t, out_t, 4>, kPairThreads));
     lc.block = dim3(kPairThreads);
     const int64_t rows_per_block = int64_t(kPairThreads) * (kPairLoads / lc.pair);
-    lc.grid = dim3(static_cast<unsigned>(std::max<int64_t>(
-        1, std::min(ceil_div(M, rows_per_block), int64_t(sm_count) * per_sm))));
+    lc.grid = dim3(static_cast<unsigned>(
+        std::max<int64_t>(1, std::min(ceil_div(M, rows_per_block), int64_t(sm_count) * per_sm))));
     return lc;
   }
   const bool columns = choose_strategy(g) == Strategy::kColumns;
@@ -818,9 +832,8 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // warps stage their leaves (64 rows of both outputs, 512 contiguous bytes) with coalesced
   // loads. One output per thread read every line twice, 48% of the read stream; pairs through
   // fold_leaf's 8-byte loads were slower still (NOTES steps 71, 73).
-  if (sizeof(in_t) == 4 && canon_stage_fits<Op>(2) && columns && lc.vec == 1 &&
-      inner_stride == 2 && columns_aligned(g, in, 2, sizeof(in_t)) &&
-      column_pairs_aligned<in_t>(g, in))
+  if (sizeof(in_t) == 4 && canon_stage_fits<Op>(2) && columns && lc.vec == 1 && inner_stride == 2 &&
+      columns_aligned(g, in, 2, sizeof(in_t)) && column_pairs_aligned<in_t>(g, in))
     lc.vec = 2;
   // V outputs per thread divide the independent leaf folds (one thread each) by V. When there
   // are fewer of them than one wave of blocks has threads even at one output per thread (mid
@@ -842,10 +855,10 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
                                                : 1;
   const int x_leaves = static_cast<int>(
       kCanonThreads / next_pow2(std::min<int64_t>(kCanonThreads, ceil_div(c.leaves, c.per))));
-  const int x_columns =
-      columns ? static_cast<int>(std::min<int64_t>(
-                    32, next_pow2(ceil_div(g.kept.sizes[g.kept.ndim - 1], lc.vec))))
-              : 1;
+  const int x_columns = columns
+                            ? static_cast<int>(std::min<int64_t>(
+                                  32, next_pow2(ceil_div(g.kept.sizes[g.kept.ndim - 1], lc.vec))))
+                            : 1;
   c.step = inner_stride == 1 || inner_stride == 2 || (lc.vec > 1 && inner_stride == lc.vec)
                ? static_cast<int>(inner_stride)
                : 0;
@@ -919,8 +932,7 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
     // 29), or 64 for one output lane, unless a test forces the rounds per split.
     const int64_t merge_per_thread = one_lane ? 64 : 16;
     if (ov.rounds == 0)
-      while (rps < c.rounds && ceil_div(c.rounds, rps) > int64_t(c.Y) * merge_per_thread)
-        rps *= 2;
+      while (rps < c.rounds && ceil_div(c.rounds, rps) > int64_t(c.Y) * merge_per_thread) rps *= 2;
     // 16-bit columns that the merge's limit pushes to two rounds per split take four, once the
     // lanes are chosen (`final_shape`; the lane choice still sees two): two measured 3-5% slower
     // than one or four in the same lanes (µs eager, rounds 1 / 2 / 4: bfloat16 (2097152, 64)
@@ -956,9 +968,9 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // as whole waves of the busiest block (split_makespan); unsplit tiles as whole waves.
   const auto makespan = [&](int x, bool listed) {
     const dim3 grid = grid_of(shape(x));
-    return c.splits > 1 ? split_makespan(grid.x, grid.y, c.splits, c.rounds_per_split, target,
-                                         listed)
-                        : ceil_div(grid.x, target) * ceil_div(c.tiles, grid.x) * c.rounds;
+    return c.splits > 1
+               ? split_makespan(grid.x, grid.y, c.splits, c.rounds_per_split, target, listed)
+               : ceil_div(grid.x, target) * ceil_div(c.tiles, grid.x) * c.rounds;
   };
   // Output lanes: as many as an output has leaves per round allow (x_leaves), and column layouts
   // at least their outputs side by side, up to 32 (x_columns). Taking at most the leaves also
@@ -1083,9 +1095,8 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
   // warp's leaves are one run, which it stages whole (canon_kernel<..., kInter = true>; its
   // warps check the run, and fold the other leaves element by element). Output lane 1 starts
   // one element past lane 0, so the aligned staging's all-lanes test never takes these leaves.
-  if (interleaves<in_t>() && lc.vec == 1 && c.per == 1 && c.step == 0 && c.X >= 4 &&
-      c.X <= 32 && inner_stride == c.X && reinterpret_cast<uintptr_t>(in) % 16 == 0 &&
-      g.kept.ndim >= 1 &&
+  if (interleaves<in_t>() && lc.vec == 1 && c.per == 1 && c.step == 0 && c.X >= 4 && c.X <= 32 &&
+      inner_stride == c.X && reinterpret_cast<uintptr_t>(in) % 16 == 0 && g.kept.ndim >= 1 &&
       g.kept.sizes[g.kept.ndim - 1] == c.X && g.kept.in_strides[g.kept.ndim - 1] == 1) {
     c.step = c.X;
     lc.inter = true;
@@ -1136,8 +1147,8 @@ template <auto kKernel, class in_t, class out_t, class acc_t>
 void launch_latency(const CanonLaunch& lc, const Geometry& g, const in_t* in, out_t* out,
                     acc_t* partials, unsigned* counters, cudaStream_t stream) {
   if (lc.cfg.splits > 1)
-    launch_cluster<kKernel>(lc.grid, lc.block, dim3(1, static_cast<unsigned>(lc.cfg.splits), 1),
-                            0, stream, in, out, g, lc.cfg, partials, counters);
+    launch_cluster<kKernel>(lc.grid, lc.block, dim3(1, static_cast<unsigned>(lc.cfg.splits), 1), 0,
+                            stream, in, out, g, lc.cfg, partials, counters);
   else
     kKernel<<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cfg, partials, counters);
 }
@@ -1203,16 +1214,15 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
             return;
           }
         }
-        launch_small<Op, in_t, out_t, kL, true>(lc, g, in, out, partials, counters, stage,
-                                                stream);
+        launch_small<Op, in_t, out_t, kL, true>(lc, g, in, out, partials, counters, stage, stream);
         return;
       }
     }
     if constexpr (chunks_loop<in_t>()) {
       if (lc.cluster) {  // chunk_cluster: an output's chunks merged in a cluster
-        launch_cluster<canon_small_kernel<Op, in_t, out_t, 1, false, true>>(lc.grid, lc.block,
-                       dim3(lc.grid.x, 1, 1), stage, stream, in, out, g, partials, counters,
-                       lc.chunk, merge);
+        launch_cluster<canon_small_kernel<Op, in_t, out_t, 1, false, true>>(
+            lc.grid, lc.block, dim3(lc.grid.x, 1, 1), stage, stream, in, out, g, partials, counters,
+            lc.chunk, merge);
         return;
       }
       if (looped) {
@@ -1223,8 +1233,7 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
     }
     if constexpr (kL == 2) {
       if (two) {
-        launch_small<Op, in_t, out_t, 2, false>(lc, g, in, out, partials, counters, stage,
-                                               stream);
+        launch_small<Op, in_t, out_t, 2, false>(lc, g, in, out, partials, counters, stage, stream);
         return;
       }
     }

@@ -48,8 +48,7 @@ struct RowsConfig {
 template <class Op, class in_t, bool kContig>
 __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restrict__ row, int64_t K,
                                                            const IndexMap& red, int lane, int G,
-                                                           int split, int splits,
-                                                           int64_t per_split,
+                                                           int split, int splits, int64_t per_split,
                                                            const StepDigits& step,
                                                            const IndexMap& vred, bool ef) {
   constexpr int V = vec_width<in_t>();
@@ -153,8 +152,8 @@ __global__ void __launch_bounds__(kRowsBlock, 4)
     acc_t acc = Op::identity();
     if (active)
       acc = rows_partial<Op, in_t, kContig>(in + g.kept.in_offset(row), g.reduce_len, g.red, lane,
-                                            G, split, cfg.splits, cfg.per_split, cfg.step,
-                                            cfg.vred, g.evict_first);
+                                            G, split, cfg.splits, cfg.per_split, cfg.step, cfg.vred,
+                                            g.evict_first);
     acc = group_reduce<Op>(acc, G, smem, tid);
     if (cfg.splits == 1) {
       if (active && lane == 0)
@@ -171,8 +170,7 @@ __global__ void __launch_bounds__(kRowsBlock, 4)
       for (int s = lane; s < cfg.splits; s += G) v = Op::combine(v, load_cg(slot + s));
     v = group_reduce<Op>(v, G, smem, tid);
     if (active && lane == 0)
-      out[g.kept.out_offset(row)] =
-          from_acc<out_t>(Op::finalize(v, g.reduce_len, g.num_outputs));
+      out[g.kept.out_offset(row)] = from_acc<out_t>(Op::finalize(v, g.reduce_len, g.num_outputs));
   }
 }
 
