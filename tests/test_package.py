@@ -49,3 +49,14 @@ def test_ops_are_registered_with_schemas():
     assert str(torch.ops.treduce.amax.default._schema) == (
         "treduce::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor"
     )
+
+
+def test_readme_use_example_runs():
+    """The README's "Use" block runs as written, here on the CPU when there is no GPU."""
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    use = text[text.index("## Use") :]
+    block = re.search(r"```python\n(.*?)```", use, re.S).group(1)
+    exec(compile(block, "README.md (Use)", "exec"), {})
