@@ -3,7 +3,8 @@
 # accuracy table (bench/accuracy.py) and the bench; SOAK=1 the fuzz tests' soak profile (20,000
 # examples per op and device, SOAK_WORKERS pytest-xdist workers), SANITIZE=1 the kernel coverage
 # list and compute-sanitizer's four tools (scripts/sanitize.sh), EXACT=1 the exact-sum prototype
-# (bench/exact/proto.py: bits against the host's exact sum, speed against plain and canonical).
+# (bench/exact/proto.py: bits against the host's exact sum, speed against plain and canonical),
+# PROGRESSION=1 the seed's kernel progression (bench/progression/run.py).
 # Logs and results go to $OUT; a short summary is printed last.
 #   PYTEST_ARGS="-k cuda"  BENCH=1  BENCH_ARGS="--quick"  bash scripts/h200.sh
 #   TESTS=0 DEMO=0 SOAK=1 SANITIZE=1 bash scripts/h200.sh
@@ -52,6 +53,10 @@ fi
 if [ "${EXACT:-0}" = 1 ]; then
   python3 bench/exact/proto.py --out "$OUT/exact" ${EXACT_ARGS:-} > "$OUT/exact.log" 2>&1
   grep -E "MISMATCH|Error|error" "$OUT/exact.log" | head -20; tail -32 "$OUT/exact.log"
+fi
+if [ "${PROGRESSION:-0}" = 1 ]; then
+  python3 bench/progression/run.py --out "$OUT/progression" > "$OUT/progression.log" 2>&1
+  tail -30 "$OUT/progression.log"
 fi
 if [ "${DEMO:-1}" = 1 ]; then
   python3 examples/demo.py > "$OUT/demo.log" 2>&1; tail -12 "$OUT/demo.log"
