@@ -4,7 +4,8 @@
 # examples per op and device, SOAK_WORKERS pytest-xdist workers), SANITIZE=1 the kernel coverage
 # list and compute-sanitizer's four tools (scripts/sanitize.sh), EXACT=1 the exact-sum prototype
 # (bench/exact/proto.py: bits against the host's exact sum, speed against plain and canonical),
-# PROGRESSION=1 the seed's kernel progression (bench/progression/run.py).
+# PROGRESSION=1 the seed's kernel progression (bench/progression/run.py), SWEEP=K/N the K-th
+# of N shards of the workload sweep (bench/sweep.py; join them with its --merge).
 # Logs and results go to $OUT; a short summary is printed last.
 #   PYTEST_ARGS="-k cuda"  BENCH=1  BENCH_ARGS="--quick"  bash scripts/h200.sh
 #   TESTS=0 DEMO=0 SOAK=1 SANITIZE=1 bash scripts/h200.sh
@@ -57,6 +58,10 @@ fi
 if [ "${PROGRESSION:-0}" = 1 ]; then
   python3 bench/progression/run.py --out "$OUT/progression" > "$OUT/progression.log" 2>&1
   tail -30 "$OUT/progression.log"
+fi
+if [ -n "${SWEEP:-}" ]; then
+  python3 bench/sweep.py --shard "$SWEEP" --out "$OUT/sweep" > "$OUT/sweep.log" 2>&1
+  grep -v "it/s]" "$OUT/sweep.log" | tail -30
 fi
 if [ "${DEMO:-1}" = 1 ]; then
   python3 examples/demo.py > "$OUT/demo.log" 2>&1; tail -12 "$OUT/demo.log"

@@ -1,0 +1,432 @@
+"""The workload sweep: reductions on shapes drawn from real model classes, treduce against torch
+eager and Inductor in the same run (issue 55).
+
+    python bench/sweep.py --dry-run              # the shapes, per class (no GPU needed)
+    python bench/sweep.py --out DIR [--shard K/N] [--seed S]
+    python bench/sweep.py --merge DIR/sweep-*.json --out DIR
+
+Each shape is timed with do_bench medians (L2 flushed) for treduce, torch eager and a fresh
+torch.compile(dynamic=False) of the same reduction (compiled per shape, never reused). --shard
+splits the shapes over several calls (each call of the GPU machine is limited in time); --merge
+joins the shards and writes sweep.json, sweep.md (per-class geometric means, the slowest shapes,
+the targets) and sweep.png. The small-call latency table (torch_reduce.sum of 2^10-2^14 float32,
+torch.ops.treduce.sum, torch.sum and CuPy/CUB) is measured by the shard 0 call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import math
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+F32, BF16 = "float32", "bfloat16"
+
+# The issue's targets: per class, the geometric mean over shapes of ours / best peer; no shape
+# below the floor (parity within the noise between H200 hosts counts as parity); over the whole
+# sweep, the geometric mean against torch eager; small eager sums at most this many µs.
+CLASS_GOAL = 1.2
+SHAPE_FLOOR = 0.97
+PARITY = 0.02
+SWEEP_GOAL_VS_TORCH = 1.5
+SMALL_CALL_US = 4.0
+
+
+@dataclass
+class Case:
+    cls: str
+    shape: list[int]
+    dtype: str
+    op: str  # sum, mean, amax, argmax
+    dims: list[int] | None  # None: every dim (argmax: the flattened index)
+    view: str = ""  # "", "t" (last two dims swapped), "step2" (every other last-dim element),
+    # "nhwc" (channels_last), "blocks" (the 128 x 128 block view of fp8 scaling)
+
+    def name(self) -> str:
+        view = f" {self.view}" if self.view else ""
+        dims = "all" if self.dims is None else ",".join(map(str, self.dims))
+        return f"{self.op} {self.dtype} {tuple(self.shape)}{view} d({dims})"
+
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * (4 if self.dtype == F32 else 2)
+
+
+def _pow2(rng: random.Random, lo: int, hi: int) -> int:
+    return 1 << rng.randint(lo.bit_length() - 1, hi.bit_length() - 1)
+
+
+def _mult(rng: random.Random, lo: int, hi: int, step: int) -> int:
+    return rng.randrange(lo // step, hi // step + 1) * step
+
+
+# Per class: a generator of one case from the rng. Sizes over realistic ranges; each keeps the
+# input between a few KB and about 1 GB.
+def _norm(rng):
+    c = _mult(rng, 256, 16384, 64)
+    rows = rng.choice([512, 1024, 2048, 4096, 8192, 16384, 32768])
+    rows = max(1, min(rows, (1 << 28) // c))
+    return Case("norm stats", [rows, c], rng.choice([F32, BF16]), rng.choice(["sum", "mean"]), [1])
+
+
+def _softmax(rng):
+    t = _pow2(rng, 128, 8192)
+    bh = rng.choice([8, 16, 32, 64]) * rng.choice([1, 2, 4, 8])
+    rows = max(1, min(bh * t, (1 << 28) // t))
+    return Case("softmax", [rows, t], rng.choice([F32, BF16]), rng.choice(["amax", "sum"]), [1])
+
+
+def _pool(rng):
+    n, c = rng.choice([8, 16, 32, 64, 128]), rng.choice([64, 128, 256, 512, 1024, 2048])
+    hw = rng.choice([7, 14, 28, 56])
+    while n * c * hw * hw > (1 << 28):
+        n //= 2
+    nhwc = rng.random() < 0.5
+    return Case(
+        "global pool",
+        [max(n, 1), c, hw, hw],
+        rng.choice([F32, BF16]),
+        "mean",
+        [2, 3],
+        "nhwc" if nhwc else "",
+    )
+
+
+def _batchnorm(rng):
+    case = _pool(rng)
+    return Case("batchnorm stats", case.shape, case.dtype, "sum", [0, 2, 3], case.view)
+
+
+def _bias_grad(rng):
+    b, t, c = rng.choice([1, 2, 4, 8, 16]), _pow2(rng, 128, 8192), _mult(rng, 256, 8192, 128)
+    while b * t * c > (1 << 28):
+        t //= 2
+    return Case("bias grad", [b, t, c], rng.choice([F32, BF16]), "sum", [0, 1])
+
+
+def _seq_pool(rng):
+    b, t, c = rng.choice([1, 4, 8, 32, 64]), _pow2(rng, 64, 4096), _mult(rng, 256, 8192, 128)
+    while b * t * c > (1 << 28):
+        b = max(1, b // 2)
+        t //= 2
+    return Case(
+        "sequence pool", [b, t, c], rng.choice([F32, BF16]), rng.choice(["sum", "mean"]), [1]
+    )
+
+
+def _fp8_scale(rng):
+    m, n = _mult(rng, 1024, 16384, 128), _mult(rng, 1024, 16384, 128)
+    while m * n > (1 << 28):
+        m //= 2
+    m = max(128, m // 128 * 128)
+    kind = rng.choice(["tensor", "row", "group", "block"])
+    dtype = rng.choice([F32, BF16])
+    if kind == "tensor":
+        return Case("fp8 scale", [m, n], dtype, "amax", None)
+    if kind == "row":
+        return Case("fp8 scale", [m, n], dtype, "amax", [1])
+    if kind == "group":  # per 1 x 128 group
+        return Case("fp8 scale", [m, n // 128, 128], dtype, "amax", [2])
+    return Case("fp8 scale", [m // 128, 128, n // 128, 128], dtype, "amax", [1, 3], "blocks")
+
+
+def _moe(rng):
+    t, e = rng.choice([1024, 4096, 16384, 65536]), rng.choice([8, 16, 32, 64, 128, 256])
+    return Case(
+        "moe routing", [t, e], rng.choice([F32, BF16]), rng.choice(["amax", "sum", "argmax"]), [1]
+    )
+
+
+def _vocab(rng):
+    b, v = rng.choice([1, 4, 16, 64, 128]), rng.randint(32000, 262144)
+    return Case("vocab argmax", [b, v], rng.choice([F32, BF16]), "argmax", [1])
+
+
+def _loss(rng):
+    n = rng.randint(64, 65536)
+    return Case("loss", [n], rng.choice([F32, BF16]), rng.choice(["sum", "mean"]), None)
+
+
+CLASSES = [
+    _norm,
+    _softmax,
+    _pool,
+    _batchnorm,
+    _bias_grad,
+    _seq_pool,
+    _fp8_scale,
+    _moe,
+    _vocab,
+    _loss,
+]
+VIEW_SHARE = 0.2  # the share of shapes taken as transposed or sliced views
+
+
+def generate(seed: int = 0, per_class: int = 22) -> list[Case]:
+    """The sweep's cases: per_class from each class, a share of them as a transposed or sliced
+    view ("views of the above"). Deterministic for a seed."""
+    rng = random.Random(seed)
+    cases = []
+    for make in CLASSES:
+        for _ in range(per_class):
+            c = make(rng)
+            if not c.view and len(c.shape) >= 2 and rng.random() < VIEW_SHARE:
+                c.view = rng.choice(["t", "step2"])
+                if c.view == "step2":
+                    c.shape[-1] -= c.shape[-1] % 2
+            cases.append(c)
+    return cases
+
+
+def make_input(c: Case) -> torch.Tensor:
+    dtype = torch.float32 if c.dtype == F32 else torch.bfloat16
+    if c.view == "step2":  # every other element of a twice-as-wide last dim
+        base = torch.randn(*c.shape[:-1], 2 * c.shape[-1], device="cuda").to(dtype)
+        return base[..., ::2]
+    x = torch.randn(c.shape, device="cuda").to(dtype)
+    if c.view == "t":  # same logical shape, last two dims swapped in memory
+        return x.transpose(-1, -2).contiguous().transpose(-1, -2)
+    if c.view == "nhwc":
+        return x.contiguous(memory_format=torch.channels_last)
+    return x
+
+
+def reduction(c: Case, lib):
+    """f(x) computing the case with `lib` (torch or torch_reduce)."""
+    if c.op == "argmax":
+        d = None if c.dims is None else c.dims[0]
+        return lambda x: lib.argmax(x) if d is None else lib.argmax(x, d)
+    fn = getattr(lib, c.op)
+    if c.dims is None:
+        return (lambda x: fn(x, ())) if c.op == "amax" else (lambda x: fn(x))
+    return lambda x: fn(x, c.dims)
+
+
+def measure(cases: list[Case]) -> list[dict]:
+    from triton.testing import do_bench
+
+    import torch_reduce
+
+    try:
+        from tqdm import tqdm
+    except ImportError:
+
+        def tqdm(it, **_):
+            return it
+
+    rows = []
+    for c in tqdm(cases, desc="sweep", file=sys.stderr):
+        torch.manual_seed(0)
+        x = make_input(c)
+        ours, peer = reduction(c, torch_reduce), reduction(c, torch)
+        got, want = ours(x), peer(x)
+        if c.op in ("amax", "argmax"):
+            ok = torch.equal(got, want)
+        else:
+            ref = peer(x.double())
+            ok = bool(
+                torch.allclose(got.double(), ref, rtol=1e-2 if c.dtype == BF16 else 1e-4, atol=1e-3)
+            )
+        torch._dynamo.reset()
+        compiled = torch.compile(peer, dynamic=False)
+        compiled(x)
+        t = {
+            name: do_bench(lambda f=f: f(x), return_mode="median")
+            for name, f in (("treduce", ours), ("torch", peer), ("inductor", compiled))
+        }
+        rows.append(
+            {
+                **asdict(c),
+                "case": c.name(),
+                "bytes": c.nbytes(),
+                "correct": ok,
+                **{f"{k}_ms": v for k, v in t.items()},
+            }
+        )
+        x = compiled = None  # the memory back before the next shape
+        torch.cuda.empty_cache()
+    return rows
+
+
+def small_calls() -> list[dict]:
+    """Host-inclusive time per call of small full sums: the mean over 2,000 back-to-back calls
+    (one synchronisation at the end), the median of 7 such loops."""
+    import torch_reduce
+
+    try:
+        import cupy
+    except ImportError:
+        cupy = None
+    rows = []
+    for e in (10, 12, 14):
+        x = torch.randn(1 << e, device="cuda")
+        impls = {
+            "torch_reduce.sum": lambda: torch_reduce.sum(x),
+            "torch.ops.treduce.sum": lambda: torch.ops.treduce.sum(x),
+            "torch.sum": lambda: torch.sum(x),
+        }
+        if cupy is not None:
+            cx = cupy.from_dlpack(x)
+            impls["cupy.sum (CUB)"] = lambda: cx.sum()
+        for name, fn in impls.items():
+            loops = []
+            for _ in range(7):
+                for _ in range(50):
+                    fn()
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(2000):
+                    fn()
+                torch.cuda.synchronize()
+                loops.append((time.perf_counter() - t0) / 2000 * 1e6)
+            rows.append({"n": 1 << e, "impl": name, "us": sorted(loops)[3]})
+    return rows
+
+
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def summary(rows: list[dict], small: list[dict]) -> str:
+    """The per-class table, the targets, the slowest shapes and the small-call table."""
+    for r in rows:
+        best = min(r["torch_ms"], r["inductor_ms"])
+        r["vs_best"] = best / r["treduce_ms"]
+        r["vs_torch"] = r["torch_ms"] / r["treduce_ms"]
+        r["best_peer"] = "torch" if r["torch_ms"] <= r["inductor_ms"] else "inductor"
+    out = [
+        "| class | shapes | geomean × best peer | lowest × best peer | geomean × torch | "
+        f"meets ≥ {CLASS_GOAL}× |",
+        "|---|---|---|---|---|---|",
+    ]
+    for cls in dict.fromkeys(r["cls"] for r in rows):
+        sel = [r for r in rows if r["cls"] == cls]
+        g = geomean([r["vs_best"] for r in sel])
+        out.append(
+            f"| {cls} | {len(sel)} | {g:.2f} | {min(r['vs_best'] for r in sel):.2f} | "
+            f"{geomean([r['vs_torch'] for r in sel]):.2f} | "
+            f"{'yes' if g >= CLASS_GOAL else 'no'} |"
+        )
+    below = sorted(
+        (r for r in rows if r["vs_best"] < SHAPE_FLOOR - PARITY), key=lambda r: r["vs_best"]
+    )
+    wrong = [r for r in rows if not r["correct"]]
+    overall = geomean([r["vs_torch"] for r in rows])
+    out += [
+        "",
+        f"- shapes: {len(rows)}; results that differ from torch: {len(wrong)}",
+        f"- whole sweep, geometric mean × torch eager: {overall:.2f} "
+        f"(goal ≥ {SWEEP_GOAL_VS_TORCH})",
+        f"- shapes below {SHAPE_FLOOR}× the best peer (beyond ±{PARITY:.0%} parity): {len(below)}",
+    ]
+    if below:
+        out += [
+            "",
+            "| shape | × best peer | best peer | treduce µs | peer µs |",
+            "|---|---|---|---|---|",
+        ]
+        for r in below[:25]:
+            peer_ms = min(r["torch_ms"], r["inductor_ms"])
+            out.append(
+                f"| {r['case']} | {r['vs_best']:.2f} | {r['best_peer']} | "
+                f"{r['treduce_ms'] * 1e3:.1f} | {peer_ms * 1e3:.1f} |"
+            )
+    if small:
+        out += [
+            "",
+            f"Small eager calls (µs per call, host included; goal ≤ {SMALL_CALL_US} µs "
+            "for torch_reduce.sum):",
+            "",
+            "| n | impl | µs |",
+            "|---|---|---|",
+        ]
+        out += [f"| 2^{r['n'].bit_length() - 1} | {r['impl']} | {r['us']:.2f} |" for r in small]
+    return "\n".join(out)
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    classes = list(dict.fromkeys(r["cls"] for r in rows))
+    fig, ax = plt.subplots(figsize=(12, 5))
+    for i, cls in enumerate(classes):
+        ys = [r["vs_best"] for r in rows if r["cls"] == cls]
+        ax.scatter([i + (j % 9 - 4) * 0.04 for j in range(len(ys))], ys, s=10)
+    ax.axhline(1.0, color="k", linewidth=0.8)
+    ax.axhline(CLASS_GOAL, color="g", linestyle="--", linewidth=0.8)
+    ax.set_xticks(range(len(classes)), classes, rotation=30, ha="right")
+    ax.set_yscale("log")
+    ax.set_ylabel("treduce speed × best of torch eager and Inductor")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--per-class", type=int, default=22)
+    ap.add_argument("--shard", default="0/1", help="K/N: the K-th of N slices of the shapes")
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--dry-run", action="store_true", help="list the shapes and stop")
+    ap.add_argument("--merge", nargs="*", help="shard JSON files to join")
+    args = ap.parse_args()
+    out = Path(args.out)
+    cases = generate(args.seed, args.per_class)
+    if args.dry_run:
+        for c in cases:
+            print(f"{c.cls:16s} {c.name()}  {c.nbytes() / 2**20:.1f} MB")
+        counts = {c.cls: 0 for c in cases}
+        for c in cases:
+            counts[c.cls] += 1
+        print(
+            f"{len(cases)} shapes; per class {counts}; "
+            f"views {sum(bool(c.view) for c in cases)}; "
+            f"bfloat16 {sum(c.dtype == BF16 for c in cases)}"
+        )
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    if args.merge is not None:
+        files = [f for pattern in args.merge for f in sorted(glob.glob(pattern))]
+        parts = [json.loads(Path(f).read_text()) for f in files]
+        rows = [r for p in parts for r in p["rows"]]
+        small = [r for p in parts for r in p.get("small", [])]
+        meta = {k: parts[0][k] for k in ("device", "torch", "seed")}
+        md = summary(rows, small)
+        (out / "sweep.json").write_text(
+            json.dumps({**meta, "rows": rows, "small": small}, indent=1)
+        )
+        (out / "sweep.md").write_text(
+            f"# Workload sweep ({meta['device']}, seed {meta['seed']})\n\n{md}\n"
+        )
+        plot(rows, out / "sweep.png")
+        print(md)
+        return
+    k, n = map(int, args.shard.split("/"))
+    mine = cases[k::n]
+    rows = measure(mine)
+    small = small_calls() if k == 0 else []
+    info = {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "seed": args.seed,
+        "shard": args.shard,
+        "rows": rows,
+        "small": small,
+    }
+    (out / f"sweep-{k}of{n}.json").write_text(json.dumps(info, indent=1))
+    print(summary(rows, small))
+
+
+if __name__ == "__main__":
+    main()
