@@ -65,7 +65,7 @@ constexpr int64_t kCanonLeaf = 64;
 // bits); otherwise the sum's error is at most (63 + the tree's depth) double roundings, under
 // 2^-46 sum |x|, so the float32 result is correctly rounded unless the exact sum lies that close
 // to a float32 rounding boundary. Two instructions per element on a GPU (a conversion and DADD)
-// in place of TwoSum's seven (NOTES step 57). Overflow is that of the result: float32 partial
+// in place of TwoSum's seven. Overflow is that of the result: float32 partial
 // sums past FLT_MAX that cancel again stay finite. A zero result is +0: the sum starts at +0, and
 // double sums of float32 values are multiples of 2^-149, so a nonzero one never rounds to zero.
 template <class T>

@@ -85,7 +85,7 @@ def test_the_reference_pins_the_order():
 # Expected bits of canonical_sum(cancel_data(n, seed)) (torch 2.11's CPU generator), stored
 # once: they pin the reference itself, so that the order cannot drift together with the test.
 # (Re-pinned in session 15 when the leaves and the tree went from compensated float32 pairs to
-# float64, NOTES step 57.)
+# float64.)
 PINNED_BITS = {(100003, 7): 0xC5C00000, (16385, 3): 0xC4E2C748, (262147, 1): 0x45AA8000}
 
 

@@ -229,7 +229,7 @@ def test_cuda_misaligned_leaves_across_memory_runs(dtype, shape, cstride, monkey
     buffer): an output's consecutive leaves lie in memory runs of H * W elements, and the
     shifted staging needs each output's lanes in a warp to hold leaves of one memory run, every
     run at the same shift (plan_canon takes enough output lanes for it where the outputs fill
-    them and the strides are multiples of 16 bytes, NOTES step 66; the (4, 16, ...) shapes'
+    them and the strides are multiples of 16 bytes; the (4, 16, ...) shapes'
     automatic launches already take 4-32 output lanes from their few leaves per output, the
     (16, 16, 32, 32) one takes 2 by that rule, and y=64 / y=32 force 4 and 8). Forced launches
     with one output lane per block (y=256) put 32 or 64 leaves of an output in a warp, across
@@ -299,7 +299,7 @@ def test_cuda_step2_views(dtype):
 def test_cuda_odd_step2_leaves(shape, dtype, monkeypatch):
     """C = 2 mid dims over dim 1 with one output per thread: every second output's leaves start
     one element past a 16-byte boundary and fold from the aligned run one element before them
-    (the odd elements: canon.cuh's step-2 staging, NOTES step 118). Bits equal the CPU's by
+    (the odd elements: canon.cuh's step-2 staging). Bits equal the CPU's by
     default and under forced launches (the latency kernel, other block shapes and splits), and
     for a base that starts one element past a boundary (the even outputs then the odd ones)."""
     n = math.prod(shape)
@@ -343,7 +343,7 @@ def is_interleaved_kernel(name):
 def test_cuda_interleaved_leaves(shape, expected, dtype, monkeypatch):
     """Mid dims (A, B, C) over B with C = 4 .. 32 outputs at one output per thread: each warp's
     32 / C whole leaves of the C outputs are one run, which it stages whole (canon.cuh's
-    fold_leaves_interleaved, NOTES step 127; in the latency kernel too, (64, 4096, 8)). Bits
+    fold_leaves_interleaved; in the latency kernel too, (64, 4096, 8)). Bits
     equal the CPU's by default, under forced splits and rounds (which keep X = C output lanes)
     and block shapes (which keep C outputs per thread), with the latency kernel forced on and
     off, and from a base one element past a 16-byte boundary (the other kernel, element by
@@ -1127,7 +1127,7 @@ def test_cuda_column_fold_batches(name, view, dims, dtype, monkeypatch):
 
 def test_cuda_column_tiles_split_for_whole_waves(monkeypatch):
     """Columns with a wave or more of tiles: the planner cuts each tile's rounds into one-round
-    splits where those fill the waves better (launch.cuh, NOTES step 82). (32, 2048, 1024) over
+    splits where those fill the waves better (launch.cuh). (32, 2048, 1024) over
     dim 1 with 16 output lanes: 512 tiles of 2 rounds, on an H200 (396 resident blocks of the
     float32 column kernel) 512 x 2 blocks of one round. The bits are the CPU's either way."""
     shape, dims = (32, 2048, 1024), [1]
@@ -1164,7 +1164,7 @@ NCHW_LANES = [
 def test_cuda_nchw_statistics_take_output_lanes_for_whole_waves(shape, dtype, grid, monkeypatch):
     """NCHW statistics whose outputs are one to two waves of few-round blocks: the planner takes
     the output lanes of least makespan (in whole waves) where they save a quarter of one lane's
-    (launch.cuh, NOTES step 130). (32, 512, 28, 28) over (0, 2, 3): 512 outputs of 392 leaves,
+    (launch.cuh). (32, 512, 28, 28) over (0, 2, 3): 512 outputs of 392 leaves,
     one lane 512 blocks of 2 rounds (4 rounds on 396 slots), 32 lanes 16 tiles x 49 one-round
     splits (2 rounds); float32 (64, 256, 56, 56) keeps one lane (256 x 3 blocks: 10 rounds
     against 8 at best), bfloat16 takes 32 (8 x 98 blocks of 2 rounds: 4 against 6). The bits
@@ -1194,7 +1194,7 @@ def test_cuda_nchw_statistics_take_output_lanes_for_whole_waves(shape, dtype, gr
 def test_cuda_short_runs_take_32_output_lanes(shape, dtype, monkeypatch):
     """NCHW statistics whose H x W runs are shorter than 1 KB, with leaves enough for fewer than 8
     output lanes: the planner takes 32, so that a block's leaves at one reduced position are 32
-    neighbouring channels' runs, one stretch of memory (launch.cuh, NOTES step 138): ceil(C /
+    neighbouring channels' runs, one stretch of memory (launch.cuh): ceil(C /
     32) tiles. The bits are the CPU's with the planned launch and with one output lane forced."""
     n = math.prod(shape)
     x = float_data(n, dtype, seed=n + 3).reshape(shape)
@@ -1507,7 +1507,7 @@ def float16_run_data(n, k, seed):
 )
 def test_cuda_float16_runs_sum_exactly_in_any_order(shape, dims, spec, monkeypatch):
     """float16 sums fold each warp's whole aligned run in any order, straight from global
-    memory (canon.cuh's fold_run_any_order; NOTES step 131): every sum of at most 2^13 float16
+    memory (canon.cuh's fold_run_any_order): every sum of at most 2^13 float16
     values is exact in double, and the tree above a warp is unchanged. With data whose runs
     need all 53 bits and whose larger nodes round, the double results (dtype=float64, where a
     different grouping above 2^13 elements shows in the last bits), the float32 and float16
