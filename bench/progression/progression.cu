@@ -65,7 +65,8 @@ __global__ void first_add_kernel(const float* in, float* out, int64_t n) {
   if (i + kBlock < n) v += in[i + kBlock];
   s[tid] = v;
   __syncthreads();
-  for (unsigned k = kBlock / 2; k > (kShuffle ? 16u : 0u); k >>= 1) {
+  // With kShuffle the tree stops at 64 values; the first warp adds the two halves and shuffles.
+  for (unsigned k = kBlock / 2; k > (kShuffle ? 32u : 0u); k >>= 1) {
     if (tid < k) s[tid] += s[tid + k];
     __syncthreads();
   }
