@@ -1,5 +1,6 @@
-// proto.cu: the exact-sum prototype on the GPU (float32; bfloat16 and float16 rows), with a torch binding
-// for bench/exact/proto.py. The arithmetic is exact.h's; this file is the work split.
+// proto.cu: the exact-sum prototype on the GPU (float32; bfloat16 and float16 rows), registered as
+// torch.ops.exact_proto.exact_sum for bench/exact/proto.py. The arithmetic is exact.h's; this file
+// is the work split. `variant` picks the launch rules being measured (exact_sum's comment).
 //
 //   rows_kernel   rows of K contiguous elements (a full sum is one row); grid (splits, rows);
 //                 float32, bfloat16 and float16, the result in the input's dtype.
@@ -7,6 +8,7 @@
 //                 double chains and a level-2 double for flushed runs; the block merges the
 //                 threads' doubles (TwoSum, errors to shared digits); with splits > 1 the last
 //                 block of a row merges the splits' doubles and any digits the splits deposited.
+//   warp_rows_kernel  rows of many, unsplit: one warp per row, merged by shuffles.
 //   short_kernel  rows of K <= 128: K/4 lanes per row (one float4 each; K = 2: two rows per
 //                 float4), merged by shuffles; a row whose merge is not exact (a TwoSum error or a
 //                 run outside the bound) is summed again by one lane into local digits.
@@ -19,7 +21,8 @@
 // which add in any order. Counters and global digits are left zero by the block that used them.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <torch/extension.h>
+#include <ATen/ATen.h>
+#include <torch/library.h>
 
 #include <map>
 
@@ -165,7 +168,23 @@ struct RowsArgs {
   unsigned long long* digits;  // [rows][kDigits], zero between calls
   int* deposited;      // [rows], zero between calls
   unsigned* counters;  // [rows], zero between calls
+  bool evict_first;    // 16-byte loads with the L2 evict-first policy (inputs under 256 MB)
 };
+
+// One 16-byte read-only load, evict-first in L2 when asked (the engine's load_in policy).
+__device__ __forceinline__ uint4 load16(const void* p, bool evict_first) {
+  uint4 v;
+  if (evict_first) {
+    uint64_t pol;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p), "l"(pol));
+  } else {
+    v = __ldg(reinterpret_cast<const uint4*>(p));
+  }
+  return v;
+}
 
 template <class T>
 __global__ void __launch_bounds__(kThreads) rows_kernel(RowsArgs a) {
@@ -192,7 +211,7 @@ __global__ void __launch_bounds__(kThreads) rows_kernel(RowsArgs a) {
     for (int j = 0; j < 4; ++j) {
       const int64_t i = base + threadIdx.x + j * kThreads;
       if (i < nv) {
-        const uint4 u = __ldg(reinterpret_cast<const uint4*>(p + i));
+        const uint4 u = load16(p + i, a.evict_first);
         memcpy(&q[j], &u, 16);
       } else {
         memset(&q[j], 0, 16);
@@ -250,6 +269,53 @@ __global__ void __launch_bounds__(kThreads) rows_kernel(RowsArgs a) {
     a.deposited[row] = 0;
     a.counters[row] = 0;
     static_cast<T*>(a.out)[row] = In<T>::narrow(round_sum(u, dep ? &g : nullptr, flags, In<T>::kFormat));
+  }
+}
+
+// Rows of many: one warp per row, merged by shuffles, digits per warp in shared memory; no
+// block-wide barrier, so a block's warps start and finish their rows independently.
+template <class T>
+__global__ void __launch_bounds__(kThreads) warp_rows_kernel(RowsArgs a, int64_t rows) {
+  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kWarps = kThreads / 32;
+  struct alignas(16) V { T v[kVec]; };
+  __shared__ unsigned long long dig[kWarps][kDigits];
+  __shared__ int any[kWarps], flags[kWarps];
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + w;
+  if (row >= rows) return;  // warp-uniform
+  if (lane < kDigits) dig[w][lane] = 0;
+  if (lane == 0) any[w] = flags[w] = 0;
+  __syncwarp();
+  const SharedSink sink{dig[w], &any[w]};
+  const V* p = reinterpret_cast<const V*>(static_cast<const T*>(a.x) + row * a.K);
+  const int64_t nv = a.K / kVec;
+  ThreadRun r;
+  for (int64_t base = 0; base < nv; base += 4 * 32) {
+    V q[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t i = base + lane + j * 32;
+      if (i < nv) {
+        const uint4 u = load16(p + i, a.evict_first);
+        memcpy(&q[j], &u, 16);
+      } else {
+        memset(&q[j], 0, 16);
+      }
+    }
+    float v[4 * kVec];
+#pragma unroll
+    for (int j = 0; j < 4 * kVec; ++j) v[j] = In<T>::widen(q[j / kVec].v[j % kVec]);
+    add_n<In<T>::kP>(r, v, a.log2n, sink, &flags[w]);
+  }
+  double t = merge(r.s2, r.s0 + r.s1, sink);
+  t = warp_merge(t, sink);
+  __syncwarp();  // every deposit is in dig[w], every flag in flags[w]
+  if (lane == 0) {
+    Digits g;
+    for (int i = 0; i < kDigits; ++i) g.d[i] = static_cast<int64_t>(dig[w][i]);
+    static_cast<T*>(a.out)[row] =
+        In<T>::narrow(round_sum(t, any[w] ? &g : nullptr, flags[w], In<T>::kFormat));
   }
 }
 
@@ -468,8 +534,25 @@ int sm_count() {
   return at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
 }
 
-// x viewed as (outer, K, inner), contiguous float32; reduces K. splits = 0: chosen here.
-at::Tensor exact_sum(const at::Tensor& x, int64_t outer, int64_t K, int64_t inner, int64_t splits) {
+// Blocks of `threads` that the GPU holds at once: the kernel's occupancy times the SMs.
+template <class Kernel>
+int64_t resident(Kernel kernel, int threads) {
+  int per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+  return static_cast<int64_t>(std::max(per_sm, 1)) * sm_count();
+}
+
+// Rows at least this many take warp_rows_kernel (variant bit 2) when they need no split.
+constexpr int64_t kWarpRowsMin = 1024;
+
+// variant bits (0: the first measured launch):
+//   1  grids sized to the blocks the GPU holds at once (occupancy x SMs) instead of 8 x SMs,
+//      so that a split launch runs in one wave;
+//   2  rows of many (>= kWarpRowsMin, unsplit) one warp per row;
+//   4  evict-first 16-byte loads for inputs under 256 MB (rows kernels).
+// x viewed as (outer, K, inner), contiguous; reduces K. splits = 0: chosen here.
+at::Tensor exact_sum(const at::Tensor& x, int64_t outer, int64_t K, int64_t inner, int64_t splits,
+                     int64_t variant) {
   const auto st = x.scalar_type();
   TORCH_CHECK(x.is_cuda() && x.is_contiguous() &&
               (st == at::kFloat || st == at::kBFloat16 || st == at::kHalf));
@@ -482,7 +565,14 @@ at::Tensor exact_sum(const at::Tensor& x, int64_t outer, int64_t K, int64_t inne
   const bool f32 = st == at::kFloat;
   if (f32 && inner == 1 && (K == 2 || K == 8 || K == 32 || K == 128)) {
     const int64_t n4 = outer * K / 4;
-    const int blocks = static_cast<int>(std::min<int64_t>(target, (n4 + kThreads - 1) / kThreads));
+    int64_t fill = target;
+    if (variant & 1) {
+      fill = K == 2   ? resident(short_kernel<2>, kThreads)
+             : K == 8 ? resident(short_kernel<8>, kThreads)
+             : K == 32 ? resident(short_kernel<32>, kThreads)
+                       : resident(short_kernel<128>, kThreads);
+    }
+    const int blocks = static_cast<int>(std::min<int64_t>(fill, (n4 + kThreads - 1) / kThreads));
     switch (K) {
       case 2: short_kernel<2><<<blocks, kThreads, 0, stream>>>(x.data_ptr<float>(), out.data_ptr<float>(), outer); break;
       case 8: short_kernel<8><<<blocks, kThreads, 0, stream>>>(x.data_ptr<float>(), out.data_ptr<float>(), outer); break;
@@ -498,9 +588,15 @@ at::Tensor exact_sum(const at::Tensor& x, int64_t outer, int64_t K, int64_t inne
     const int64_t rows = outer;
     if (splits <= 0) {
       // Enough blocks to fill the GPU, each with at least 4 loads of 16 bytes per thread.
-      const int64_t want = (target + rows - 1) / rows;
       const int64_t most = std::max<int64_t>(1, K / (4 * vec * kThreads));
-      splits = std::min(want, most);
+      if (variant & 1) {  // at most one wave of the blocks the GPU holds
+        const int64_t fill = st == at::kFloat        ? resident(rows_kernel<float>, kThreads)
+                             : st == at::kBFloat16 ? resident(rows_kernel<__nv_bfloat16>, kThreads)
+                                                   : resident(rows_kernel<__half>, kThreads);
+        splits = std::min(std::max<int64_t>(1, fill / rows), most);
+      } else {
+        splits = std::min((target + rows - 1) / rows, most);
+      }
     }
     int64_t chunk = (K + splits - 1) / splits;
     chunk = (chunk + vec - 1) / vec * vec;
@@ -514,7 +610,20 @@ at::Tensor exact_sum(const at::Tensor& x, int64_t outer, int64_t K, int64_t inne
                ceil_log2(per_thread), part.data_ptr<double>(),
                pflags.data_ptr<int>(), reinterpret_cast<unsigned long long*>(zb),
                reinterpret_cast<int*>(zb + rows * kDigits * 8),
-               reinterpret_cast<unsigned*>(zb + rows * kDigits * 8 + rows * 4)};
+               reinterpret_cast<unsigned*>(zb + rows * kDigits * 8 + rows * 4),
+               (variant & 4) != 0 && x.numel() * x.element_size() < (int64_t(256) << 20)};
+    if ((variant & 2) && splits == 1 && rows >= kWarpRowsMin) {
+      a.log2n = ceil_log2(4 * vec * ((K / vec + 4 * 32 - 1) / (4 * 32)));
+      const int64_t blocks = (rows + kThreads / 32 - 1) / (kThreads / 32);
+      if (st == at::kFloat)
+        warp_rows_kernel<float><<<blocks, kThreads, 0, stream>>>(a, rows);
+      else if (st == at::kBFloat16)
+        warp_rows_kernel<__nv_bfloat16><<<blocks, kThreads, 0, stream>>>(a, rows);
+      else
+        warp_rows_kernel<__half><<<blocks, kThreads, 0, stream>>>(a, rows);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      return out;
+    }
     const dim3 grid(splits, rows);
     if (st == at::kFloat)
       rows_kernel<float><<<grid, kThreads, 0, stream>>>(a);
@@ -530,9 +639,11 @@ at::Tensor exact_sum(const at::Tensor& x, int64_t outer, int64_t K, int64_t inne
   const int64_t C = outer * inner;
   const int64_t tiles = (C + kColsTile - 1) / kColsTile;
   if (splits <= 0) {
-    const int64_t want = (target / 2 + tiles - 1) / tiles;  // 4 blocks of 256 per SM here
     const int64_t most = std::max<int64_t>(1, K / (4 * kColsY));
-    splits = std::min(want, most);
+    if (variant & 1)  // at most one wave of the blocks the GPU holds
+      splits = std::min(std::max<int64_t>(1, resident(cols_kernel, kColsX * kColsY) / tiles), most);
+    else
+      splits = std::min((target / 2 + tiles - 1) / tiles, most);  // 4 blocks of 256 per SM
   }
   int64_t chunk = (K + splits - 1) / splits;
   splits = (K + chunk - 1) / chunk;
@@ -552,6 +663,9 @@ at::Tensor exact_sum(const at::Tensor& x, int64_t outer, int64_t K, int64_t inne
 
 }  // namespace
 
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("exact_sum", &exact_sum, "exact float32 sum over K of (outer, K, inner)");
+// Registered with the dispatcher (no Python module), so that one build loads in any Python:
+// torch.ops.exact_proto.exact_sum.
+TORCH_LIBRARY(exact_proto, m) {
+  m.def("exact_sum(Tensor x, int outer, int K, int inner, int splits, int variant=0) -> Tensor");
 }
+TORCH_LIBRARY_IMPL(exact_proto, CUDA, m) { m.impl("exact_sum", &exact_sum); }
