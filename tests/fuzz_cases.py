@@ -314,8 +314,14 @@ def scaled_prod(v: torch.Tensor, red: list[int]) -> torch.Tensor:
             expo = torch.cat([expo, torch.zeros_like(expo[:, :1])], 1)
         mant, e2 = torch.frexp(mant[:, 0::2] * mant[:, 1::2])
         expo = expo[:, 0::2] + expo[:, 1::2] + e2.long()
-    mant = mant.reshape(-1) if mant.numel() else torch.ones(m.shape[0], dtype=v.dtype)
-    expo = expo.reshape(-1) if expo.numel() else torch.zeros(m.shape[0], dtype=torch.long)
+    mant = (
+        mant.reshape(-1) if mant.numel() else torch.ones(m.shape[0], dtype=v.dtype, device=v.device)
+    )
+    expo = (
+        expo.reshape(-1)
+        if expo.numel()
+        else torch.zeros(m.shape[0], dtype=torch.long, device=v.device)
+    )
     e = expo.clamp(-4096, 4096)
     half = torch.div(e, 2, rounding_mode="floor")
     mag = mant * torch.pow(2.0, half.double()) * torch.pow(2.0, (e - half).double())
@@ -470,12 +476,26 @@ def bits(t: torch.Tensor) -> torch.Tensor:
     )
 
 
+def converts_in_range(call: Call) -> bool:
+    """False where dtype= converts floats to an integer type that cannot hold them (infinities,
+    NaN, values past its range): C++ leaves that conversion undefined, and torch's CPU and CUDA
+    give different integers. The README excepts it from the CPU/CUDA bit-identity."""
+    x, dt = call.x, call.dtype
+    if dt is None or dt.is_floating_point or dt == torch.bool or not x.is_floating_point():
+        return True
+    v = x.double().cpu()
+    info = torch.iinfo(dt)
+    return bool((torch.isfinite(v) & (v.trunc() >= info.min) & (v.trunc() <= info.max)).all())
+
+
 def check_same_bits(call: Call, cpu: torch.Tensor, cuda: torch.Tensor) -> None:
     """The CUDA result against the CPU backend's: the same bits, as the README promises for
     every op. amax and amin may differ in the sign of a zero maximum (+0 and -0 tie) and in NaN
     payloads; every NaN may differ in its payload."""
     msg = repr(call)
     assert cpu.dtype == cuda.dtype and cpu.shape == cuda.shape, msg
+    if not converts_in_range(call):
+        return  # each device converts as torch does there, and torch's CPU and CUDA differ
     cuda = cuda.cpu()
     if not cpu.is_floating_point():
         assert torch.equal(cpu, cuda), f"{msg}: CPU and CUDA differ"

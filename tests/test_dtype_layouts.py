@@ -6,6 +6,8 @@ what the kernel must read. Every layout here is one that the conversion changes 
 expanded and overlapping views become contiguous) or keeps (permutations, channels_last).
 """
 
+import math
+
 import pytest
 import torch
 from conftest import ALL_DTYPES, ALL_LAYOUTS, DEVICES, FP8_DTYPES, assert_sum_close, make_input
@@ -136,7 +138,13 @@ def test_issue_examples(device):
     assert torch_reduce.sum(z, dtype=torch.float32).item() == float(sum(range(0, 10**7, 10**6)))
     p = torch.randint(-50, 50, (31, 201), device=device)[:, 1::2]
     ours = torch_reduce.prod(p, 0, dtype=torch.float64)
-    assert torch.equal(ours, torch.prod(p, 0, dtype=torch.float64))
+    # The exact products need up to 175 bits, so each float64 order rounds them differently
+    # (torch's CUDA order is not its CPU order): within 31 roundings of the exact value.
+    exact = torch.tensor([float(math.prod(c)) for c in p.T.tolist()], dtype=torch.float64)
+    torch.testing.assert_close(ours.cpu(), exact, rtol=31 * 2.0**-53, atol=0)
+    torch.testing.assert_close(
+        torch.prod(p, 0, dtype=torch.float64).cpu(), exact, rtol=31 * 2.0**-53, atol=0
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -155,3 +163,26 @@ def test_override_and_autograd_with_dtype_on_views(device):
     want[::2, ::3] = 1
     assert torch.equal(w.grad, want)
     assert loss.item() == pytest.approx(v.detach().sum().item(), rel=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", FP8_DTYPES)
+@pytest.mark.parametrize("op", ["amax", "amin"])
+def test_fp8_extremes_keep_infinities(device, dtype, op):
+    """float8 results are stored without saturation: an infinite float8_e5m2 maximum stays
+    infinite (cuda_fp8.h's conversions saturate to 57344 unless told not to)."""
+    big = float("inf") if dtype == torch.float8_e5m2 else float("nan")
+    values = [[0.375, -big], [-0.3125, 1.25]] if op == "amin" else [[0.375, big], [-0.3125, 1.25]]
+    x = torch.tensor(values).to(dtype).to(device)
+    fn = getattr(torch_reduce, op)
+    for dims in (None, [0], [1]):
+        got = fn(x) if dims is None else fn(x, dims)
+        want = getattr(torch, op)(x.float(), dims if dims is not None else []).to(dtype)
+        assert got.dtype == dtype
+        assert torch.equal(got.float().isnan(), want.float().isnan()), dims
+        ok = ~want.float().isnan()
+        assert torch.equal(got.float()[ok], want.float()[ok]), dims
+    s = torch.tensor(big).to(dtype).to(device)  # a 0-dim input
+    assert torch.equal(fn(s).float().isnan(), s.float().isnan())
+    if dtype == torch.float8_e5m2:
+        assert fn(s).float().item() == big

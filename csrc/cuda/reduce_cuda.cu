@@ -1,6 +1,7 @@
 // CUDA backend entry points: device guard, then the shared op entry (plan.cpp) with this backend's
 // launchers; plus the pool of self-resetting counters used by split reductions.
 #include <ATen/ATen.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
@@ -19,54 +20,54 @@ namespace treduce {
 // A split reduction's blocks count their arrivals in a counter that the last block resets, so a
 // counter is zero before and after every kernel. One pool per (device, stream) serves every
 // launch on that stream, which runs them one after another. A launch recorded in a CUDA graph
-// uses a pool of its own capture, zeroed by a memset recorded in that capture (once per graph,
-// at the pool's first use): replays then never share counters with eager launches. Pools are
-// never freed, since a graph may still refer to one; each is kCounterCapacity * 4 bytes.
+// uses a pool of its own capture, zeroed by a memset recorded in that capture (at the pool's
+// first use): replays then never share counters with eager launches. Pools are never freed,
+// since a graph may still refer to one; each is kCounterCapacity * 4 bytes.
 //
-// A capture's pool comes from spares allocated outside any capture (kSpareBatch at a time, on
-// an eager call that finds fewer than kSpareLow), so that it does not pin a segment of the
-// graph's private memory pool after the graph is freed: each captured graph with a split launch
-// keeps 16 KiB for the process's life, nothing more. A capture that finds no spare (no eager
-// split launch on that device before it) allocates its pool inside the capture instead.
+// The pools are raw device memory (cudaMalloc, kSlabPools pools at a time), not tensors of the
+// caching allocator: torch.compile's CUDA graphs (mode="reduce-overhead") route every caching
+// allocation made during their warm-up and capture to the graph's private pool, and reject a
+// graph that leaves live tensors there which it does not return; a tensor pool would also pin
+// a segment of a freed graph's pool. Each captured graph with a split launch keeps 16 KiB for
+// the process's life, nothing more.
 namespace {
-constexpr int64_t kSpareBatch = 16;  // pools per spare allocation (256 KiB)
-constexpr size_t kSpareLow = 4;      // refill below this many spares
+constexpr int64_t kSlabPools = 16;  // pools per cudaMalloc (256 KiB)
+
+// A new pool of zeroed counters on `stream` (the memset is recorded when the stream captures).
+unsigned* new_counter_pool(int device, cudaStream_t stream) {
+  static auto* slabs = new std::map<int, std::pair<unsigned*, int64_t>>();  // next pool, left
+  auto& [next, left] = (*slabs)[device];
+  if (left == 0) {
+    // cudaMalloc is not a stream operation; the relaxed mode lets it run while a stream of this
+    // thread captures (as the caching allocator does).
+    c10::cuda::CUDAStreamCaptureModeGuard relaxed(cudaStreamCaptureModeRelaxed);
+    void* slab = nullptr;
+    C10_CUDA_CHECK(cudaMalloc(&slab, kSlabPools * kCounterCapacity * sizeof(unsigned)));
+    next = static_cast<unsigned*>(slab);
+    left = kSlabPools;
+  }
+  unsigned* pool = next;
+  next += kCounterCapacity;
+  --left;
+  C10_CUDA_CHECK(cudaMemsetAsync(pool, 0, kCounterCapacity * sizeof(unsigned), stream));
+  return pool;
+}
 }  // namespace
 
 unsigned* counter_pool(const at::Tensor& like, cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   unsigned long long capture_id = 0;
   C10_CUDA_CHECK(cudaStreamGetCaptureInfo(stream, &status, &capture_id));
-  const bool capturing = status == cudaStreamCaptureStatusActive;
-  if (!capturing) capture_id = 0;
+  if (status != cudaStreamCaptureStatusActive) capture_id = 0;
   using Key = std::tuple<int, cudaStream_t, unsigned long long>;
   static std::mutex mutex;
-  static auto* pools = new std::map<Key, at::Tensor>();  // never destroyed
-  static auto* spares = new std::map<int, std::vector<at::Tensor>>();
+  static auto* pools = new std::map<Key, unsigned*>();  // never destroyed
   const int device = like.get_device();
-  const auto options = like.options().dtype(at::kInt);
   std::lock_guard<std::mutex> lock(mutex);
-  std::vector<at::Tensor>& spare = (*spares)[device];
   auto it = pools->find(Key{device, stream, capture_id});
-  if (it == pools->end()) {
-    at::Tensor pool;
-    if (capturing && !spare.empty()) {
-      pool = std::move(spare.back());
-      spare.pop_back();
-      C10_CUDA_CHECK(
-          cudaMemsetAsync(pool.data_ptr(), 0, kCounterCapacity * sizeof(unsigned), stream));
-    } else {
-      // at::zeros runs on the current stream (`stream`), so the zeroing precedes every use.
-      pool = at::zeros({kCounterCapacity}, options);
-    }
-    it = pools->emplace(Key{device, stream, capture_id}, std::move(pool)).first;
-  }
-  if (!capturing && spare.size() < kSpareLow) {
-    const at::Tensor batch = at::empty({kSpareBatch * kCounterCapacity}, options);
-    for (int64_t i = 0; i < kSpareBatch; ++i)
-      spare.push_back(batch.narrow(0, i * kCounterCapacity, kCounterCapacity));
-  }
-  return reinterpret_cast<unsigned*>(it->second.data_ptr());
+  if (it == pools->end())
+    it = pools->emplace(Key{device, stream, capture_id}, new_counter_pool(device, stream)).first;
+  return it->second;
 }
 
 CanonMode canon_mode() {

@@ -50,6 +50,21 @@ __device__ __forceinline__ acc_t to_acc(T v) {
     return static_cast<acc_t>(v);
 }
 
+// float8 as torch converts: without saturation (cuda_fp8.h's constructors saturate to the largest
+// finite value). float8_e5m2 keeps infinities; float8_e4m3fn, which has none, gives NaN past its
+// range, as c10::Float8_e4m3fn does.
+template <class out_t, class acc_t>
+__device__ __forceinline__ out_t fp8_nosat(acc_t v) {
+  constexpr __nv_fp8_interpretation_t kind =
+      std::is_same_v<out_t, __nv_fp8_e5m2> ? __NV_E5M2 : __NV_E4M3;
+  out_t r;
+  if constexpr (std::is_same_v<acc_t, double>)
+    r.__x = __nv_cvt_double_to_fp8(v, __NV_NOSAT, kind);
+  else
+    r.__x = __nv_cvt_float_to_fp8(static_cast<float>(v), __NV_NOSAT, kind);
+  return r;
+}
+
 template <class out_t, class acc_t>
 __device__ __forceinline__ out_t from_acc(acc_t v) {
   if constexpr (std::is_same_v<out_t, __half>)
@@ -58,6 +73,8 @@ __device__ __forceinline__ out_t from_acc(acc_t v) {
     return __float2bfloat16_rn(static_cast<float>(v));
   else if constexpr (std::is_same_v<out_t, bool>)
     return v != acc_t(0);
+  else if constexpr (std::is_same_v<out_t, __nv_fp8_e4m3> || std::is_same_v<out_t, __nv_fp8_e5m2>)
+    return fp8_nosat<out_t>(v);
   else
     return static_cast<out_t>(v);
 }
