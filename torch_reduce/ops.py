@@ -133,6 +133,12 @@ def _check_call(op: str, input, keepdim, dtype=None) -> None:
         raise TypeError(
             f"{op}(): argument 'input' (position 1) must be Tensor, not {_type_name(input)}"
         )
+    if type(input) is not torch.Tensor and type(input).__module__.startswith(
+        "torch.distributed.tensor"
+    ):
+        # a DTensor: the sharding rules (torch_reduce.distributed), registered on first use so
+        # that "import torch_reduce" does not import torch.distributed.tensor (~0.5 s)
+        from . import distributed  # noqa: F401
     if not isinstance(keepdim, bool):
         raise TypeError(f"{op}(): argument 'keepdim' must be bool, not {_type_name(keepdim)}")
     if dtype is not None and not isinstance(dtype, torch.dtype):

@@ -1,0 +1,163 @@
+"""DTensor inputs (torch_reduce.distributed): every op on 1-D meshes of 2 and 4 CPU ranks (gloo,
+loopback), spawned by the test itself, against torch on the full tensor.
+
+Placements: Replicate, Shard on a kept dim, Shard on a reduced dim (even and uneven shards), a
+Partial(sum) input to sum; the placements of the results; sums whose bits equal the
+single-device result where the README says they do; autograd through a sharded sum.
+"""
+
+import os
+import socket
+import traceback
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed unavailable")
+
+WORLD_SIZES = [2, 4]
+SHAPES = [(8, 6), (7, 5), (3, 9, 4)]  # (7, 5) and 9 shard unevenly over 2 and 4 ranks
+TIMEOUT_S = 300
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _close(got: torch.Tensor, want: torch.Tensor, op: str) -> bool:
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return False
+    if not got.is_floating_point():
+        return torch.equal(got, want)
+    return torch.allclose(got.double(), want.double(), rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+def _worker(rank: int, world: int, port: int, errors) -> None:
+    try:
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+        torch.set_num_threads(1)
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
+
+        import torch_reduce
+
+        mesh = init_device_mesh("cpu", (world,))
+        # the wrappers register the sharding rules on the first DTensor they see
+        first = torch_reduce.sum(distribute_tensor(torch.ones(world, 3), mesh, [Shard(0)]), [0])
+        assert torch.equal(first.full_tensor(), torch.full((3,), float(world)))
+        from torch_reduce.distributed import ReducePartial
+
+        gen = torch.Generator().manual_seed(7)
+        for shape in SHAPES:
+            x = torch.randn(shape, generator=gen)
+            xi = torch.randint(-20, 20, shape, generator=gen)
+            x[0, 1] = float("nan") if len(shape) == 2 else x[0, 1]
+            nd = len(shape)
+            for placement in [Replicate()] + [Shard(d) for d in range(nd)]:
+                dx = distribute_tensor(x, mesh, [placement])
+                di = distribute_tensor(xi, mesh, [placement])
+                for dims in [None, [0], [nd - 1], [0, nd - 1]]:
+                    for keepdim in (False, True):
+                        cases = [
+                            ("sum", dx, x, {}),
+                            ("mean", dx, x, {}),
+                            ("prod", dx, x, {}),
+                            ("amax", dx, x, {}),
+                            ("amin", dx, x, {}),
+                            ("sum", di, xi, {}),
+                            ("sum", di, xi, {"dtype": torch.float64}),
+                            ("prod", di, xi, {}),
+                            ("bitwise_and", di, xi, {}),
+                            ("bitwise_or", di, xi, {}),
+                            ("bitwise_xor", di, xi, {}),
+                        ]
+                        for op, d_in, t_in, kw in cases:
+                            fn = getattr(torch_reduce, op)
+                            got = fn(d_in, dims, keepdim, **kw)
+                            assert isinstance(got, DTensor), (op, placement, dims)
+                            want = fn(t_in, dims, keepdim, **kw)
+                            full = got.full_tensor()
+                            assert _close(full, want, op), (op, shape, placement, dims, keepdim)
+                            red = range(nd) if dims is None else [d % nd for d in dims]
+                            p = got.placements[0]
+                            sd = placement.dim if isinstance(placement, Shard) else None
+                            empty = sd is not None and any(
+                                Shard.local_shard_size_and_offset(shape[sd], world, r)[0] == 0
+                                for r in range(world)
+                            )
+                            if sd is not None and shape[sd] < world:
+                                # DTensor takes no strategy that shards a dim over more ranks
+                                # than it has elements: the dim is replicated first
+                                assert isinstance(p, Replicate), (op, p)
+                            elif sd in red and empty and op in ("amax", "amin"):
+                                # no maximum of an empty shard: the dim is replicated first
+                                assert isinstance(p, Replicate), (op, p)
+                            elif sd in red:
+                                assert isinstance(p, ReducePartial) or (
+                                    op == "sum" and isinstance(p, Partial)
+                                ), (op, p, shape, placement, dims, keepdim, kw)
+                            elif isinstance(placement, Shard):
+                                assert isinstance(p, Shard), (op, p)
+                            else:
+                                assert isinstance(p, Replicate), (op, p)
+                for op in ("argmax", "argmin"):
+                    for d in [None] + list(range(nd)):
+                        got = getattr(torch_reduce, op)(dx if op == "argmax" else di, d)
+                        t = x if op == "argmax" else xi
+                        want = getattr(torch, op)(t, d)
+                        assert torch.equal(got.full_tensor(), want), (op, shape, placement, d)
+        # A Partial(sum) input to sum: the sum of the partial sums.
+        parts = torch.arange(12, dtype=torch.float64).reshape(3, 4) * (rank + 1)
+        dp = DTensor.from_local(parts, mesh, [Partial("sum")])
+        got = torch_reduce.sum(dp, [1]).full_tensor()
+        want = (torch.arange(12, dtype=torch.float64).reshape(3, 4) * sum(range(1, world + 1))).sum(
+            1
+        )
+        assert torch.equal(got, want), (got, want)
+        # Sharding over kept dims gives the single-device bits.
+        big = torch.randn(16, 1000, generator=gen)
+        for op in ("sum", "mean"):
+            got = getattr(torch_reduce, op)(distribute_tensor(big, mesh, [Shard(0)]), [1])
+            assert torch.equal(got.full_tensor(), getattr(torch_reduce, op)(big, [1])), op
+        # NaN on one rank only: amax is NaN, as torch's.
+        v = torch.zeros(world * 3)
+        v[4] = float("nan")
+        got = torch_reduce.amax(distribute_tensor(v, mesh, [Shard(0)]))
+        assert torch.isnan(got.full_tensor()), got
+        # Autograd through a sum over the sharded dim.
+        w = torch.randn(6, 5, generator=gen, requires_grad=True)
+        dw = distribute_tensor(w.detach(), mesh, [Shard(0)]).requires_grad_()
+        scale = distribute_tensor(torch.arange(5.0), mesh, [Replicate()])
+        (torch_reduce.sum(dw, [0]) * scale).sum().full_tensor().backward()
+        assert torch.equal(dw.grad.full_tensor(), torch.arange(5.0).expand(6, 5)), dw.grad
+        dist.barrier()
+        dist.destroy_process_group()
+    except Exception:  # reported by the parent
+        errors.put(f"rank {rank}: {traceback.format_exc()}")
+        raise
+
+
+@pytest.mark.parametrize("world", WORLD_SIZES)
+def test_dtensor_ops_on_gloo(world):
+    ctx = mp.get_context("spawn")
+    errors = ctx.Queue()
+    port = _free_port()
+    procs = [ctx.Process(target=_worker, args=(r, world, port, errors)) for r in range(world)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(TIMEOUT_S)
+    alive = [p for p in procs if p.is_alive()]
+    for p in alive:
+        p.kill()
+    msgs = []
+    while not errors.empty():
+        msgs.append(errors.get())
+    assert not alive, f"ranks still running after {TIMEOUT_S} s"
+    assert not msgs, "\n".join(msgs)
+    assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]

@@ -1,0 +1,200 @@
+"""DTensor sharding rules for the treduce ops (torch.distributed.tensor).
+
+Registered through DTensor's own extension point (`register_sharding`), so that a DTensor passed
+to `torch_reduce.sum` (or `torch.ops.treduce.sum`) is handled as DTensor handles `torch.sum`:
+redistribution, `full_tensor()` and autograd work as for aten ops. Per mesh dim:
+
+- Replicate stays Replicate;
+- Shard(d) on a kept dim stays sharded (on d, moved down past the dims that a reduction without
+  keepdim removes);
+- Shard(d) on a reduced dim: each rank reduces its shard with our kernels, and the result is a
+  `ReducePartial` of the op. Turning it into Replicate or Shard gathers the ranks' partial
+  results (output-sized, not input-sized) and reduces them with the same op over the ranks, in
+  rank order. So amax/amin propagate NaN as torch does, prod keeps its no-intermediate-overflow
+  rule, bitwise ops work on NCCL (which has no bitwise reduce), and a sum's bits depend on the
+  values and the number of ranks only, never on the collective's order. mean combines the ranks'
+  means weighted by their element counts, taken from the global shape (uneven shards included);
+- argmax/argmin over a sharded dim take the input replicated on that dim (DTensor all-gathers it).
+
+A Partial input (a pending sum, say) is first made Replicate by DTensor, except that sum accepts
+Partial(sum) as torch.sum does (the sum of partial sums is the sum).
+
+What is and is not bit-identical to the single-device result: see docs (the DTensor section of
+the README). In short: sharding over kept dims gives the single-device bits; a sum over a
+sharded dim is the sum of the ranks' correctly rounded partial sums, which can differ in the last
+bit from the single-device sum.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+from torch.distributed.tensor import Partial, Replicate, Shard
+from torch.distributed.tensor._op_schema import RuntimeSchemaInfo
+from torch.distributed.tensor.experimental import register_sharding
+from torch.distributed.tensor.placement_types import Placement
+
+import torch_reduce
+
+__all__ = ["ReducePartial", "register"]
+
+# The ops whose partial results combine with the same op; the Partial reduce_op names the
+# closest collective (it is not used: ReducePartial gathers and reduces itself).
+_COMBINE = {
+    "sum": "sum",
+    "mean": "sum",
+    "prod": "product",
+    "amax": "max",
+    "amin": "min",
+    "bitwise_and": "band",
+    "bitwise_or": "bor",
+    "bitwise_xor": "bxor",
+}
+_INDEX_OPS = ("argmax", "argmin")
+
+
+class ReducePartial(Partial):
+    """Partial results of a treduce op on each rank of a mesh dim, pending their combination:
+    all-gather (output-sized), then the op over the ranks in rank order. For mean, `sizes` holds
+    the reduced element count of each rank's shard and the partials are combined as the sum of
+    mean_r * size_r / total."""
+
+    op: str
+    sizes: tuple[int, ...] | None
+
+    def __init__(self, op: str, sizes: tuple[int, ...] | None = None):
+        super().__init__(_COMBINE[op] if op != "mean" else "avg")
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "sizes", sizes)
+
+    def _combine(self, tensor: torch.Tensor, mesh, mesh_dim: int) -> torch.Tensor:
+        import torch.distributed._functional_collectives as funcol
+
+        parts = funcol.wait_tensor(
+            funcol.all_gather_tensor(tensor.unsqueeze(0).contiguous(), 0, (mesh, mesh_dim))
+        )
+        if self.op == "mean":
+            sizes = self.sizes
+            assert sizes is not None  # set by the mean rule
+            w = torch.tensor(sizes, dtype=torch.float64, device=parts.device) / sum(sizes)
+            w = w.reshape((-1,) + (1,) * tensor.dim())
+            # an empty shard's mean is NaN (0/0) and weighs nothing
+            contrib = torch.where(w > 0, parts.double() * w, torch.zeros((), dtype=torch.float64))
+            return torch_reduce.sum(contrib, 0).to(tensor.dtype)
+        return getattr(torch_reduce, self.op)(parts, 0)
+
+    def _reduce_value(self, tensor: torch.Tensor, mesh, mesh_dim: int) -> torch.Tensor:
+        return self._combine(tensor, mesh, mesh_dim)
+
+    def _reduce_shard_value(self, tensor: torch.Tensor, mesh, mesh_dim: int, shard_spec):
+        full = self._combine(tensor, mesh, mesh_dim)
+        return shard_spec._replicate_to_shard(
+            full, mesh, mesh_dim, mesh._sym_get_coordinate(mesh_dim)
+        )
+
+    def _partition_value(self, tensor: torch.Tensor, mesh, mesh_dim: int) -> torch.Tensor:
+        raise ValueError(f"Replicate to ReducePartial({self.op}) is not supported")
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, ReducePartial) and self.op == other.op and self.sizes == other.sizes
+        )
+
+    def __hash__(self) -> int:
+        return hash(("ReducePartial", self.op, self.sizes))
+
+    def __repr__(self) -> str:
+        return f"ReducePartial({self.op})"
+
+    __str__ = __repr__
+
+
+def _reduced(ndim: int, dim) -> list[int]:
+    """The reduced dims as the ops normalise them (None or [] is every dim); 0-dim inputs reduce
+    nothing. Out-of-range dims raise later, in the local op, with torch's message."""
+    if ndim == 0:
+        return []
+    if dim is None:
+        return list(range(ndim))
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    if not dims:
+        return list(range(ndim))
+    return sorted({d % ndim for d in dims})
+
+
+def _rank_sizes(shape, d: int, mesh_size: int) -> tuple[int, ...]:
+    """Each rank's extent of dim d under Shard(d) on a mesh dim of mesh_size ranks."""
+    return tuple(
+        Shard.local_shard_size_and_offset(shape[d], mesh_size, r)[0] for r in range(mesh_size)
+    )
+
+
+# Ops that raise on an empty reduction (torch's rule), so a rank with an empty shard of a reduced
+# dim cannot take part in a ReducePartial of them.
+_NEED_ELEMENTS = ("amax", "amin")
+
+
+def _strategies(op: str, x, dim, keepdim: bool, mesh_size: int | None, mesh_sizes):
+    nd = x.ndim
+    red = _reduced(nd, dim)
+    out: list[tuple[list[Placement], list[Placement]]] = [([Replicate()], [Replicate()])]
+    if op == "sum":
+        out.append(([Partial("sum")], [Partial("sum")]))
+    for d in range(nd):
+        if d not in red:
+            dd = d if keepdim else d - sum(r < d for r in red)
+            out.append(([Shard(dd)], [Shard(d)]))
+        elif op not in _INDEX_OPS:
+            if op in _NEED_ELEMENTS and any(0 in _rank_sizes(x.shape, d, m) for m in mesh_sizes):
+                continue  # some rank's shard is empty: replicate dim d instead
+            sizes = None
+            if op == "mean":
+                if mesh_size is None:
+                    continue
+                others = 1
+                for r in red:
+                    if r != d:
+                        others *= x.shape[r]
+                sizes = tuple(s * others for s in _rank_sizes(x.shape, d, mesh_size))
+            out.append(([ReducePartial(op, sizes)], [Shard(d)]))
+    return out
+
+
+_registered = False
+
+
+def register() -> None:
+    """Registers the sharding rules (once; `import torch_reduce.distributed` calls it)."""
+    global _registered
+    if _registered:
+        return
+    from torch.distributed.tensor import DTensor
+
+    propagator = DTensor._op_dispatcher.sharding_propagator
+
+    def make(op: str):
+        def rule(x, dim=None, keepdim=False, dtype=None):
+            mesh = x.mesh
+            size = mesh.size() if mesh.ndim == 1 else None  # mean's weights: 1-D meshes
+            return _strategies(op, x, dim, keepdim, size, mesh.shape)
+
+        def index_rule(x, dim=None, keepdim=False):
+            return _strategies(op, x, dim, keepdim, None, x.mesh.shape)
+
+        return index_rule if op in _INDEX_OPS else rule
+
+    for op in list(_COMBINE) + list(_INDEX_OPS):
+        overload = getattr(torch.ops.treduce, op).default
+        register_sharding(overload)(make(op))
+        # register_sharding hashes only int and int? arguments into the cache key of its
+        # sharding decisions; `dim` is int[]? here, so two calls that differ only in dim would
+        # share one decision. Every argument after the input counts.
+        kw = [a.name for a in overload._schema.arguments[1:]]
+        propagator.op_to_schema_info[overload] = RuntimeSchemaInfo(
+            1, static_kwargkey=kw, needs_pytree=True
+        )
+    _registered = True
+
+
+if dist.is_available():
+    register()
