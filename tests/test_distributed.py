@@ -142,12 +142,58 @@ def _worker(rank: int, world: int, port: int, errors) -> None:
         raise
 
 
-@pytest.mark.parametrize("world", WORLD_SIZES)
-def test_dtensor_ops_on_gloo(world):
+def _worker_2d(rank: int, world: int, port: int, errors) -> None:
+    """A 2 x 2 mesh: placements on both mesh dims, against the single-device result."""
+    try:
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+        torch.set_num_threads(1)
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+        import torch_reduce
+
+        mesh = init_device_mesh("cpu", (2, 2))
+        gen = torch.Generator().manual_seed(11)
+        x = torch.randn(6, 10, 4, generator=gen)
+        xi = torch.randint(-9, 9, (6, 10, 4), generator=gen)
+        placements = [
+            [Shard(0), Shard(1)],
+            [Shard(1), Shard(0)],
+            [Shard(0), Replicate()],
+            [Replicate(), Shard(2)],
+            [Shard(1), Shard(1)],
+        ]
+        for pl in placements:
+            dx = distribute_tensor(x, mesh, pl)
+            di = distribute_tensor(xi, mesh, pl)
+            for dims in (None, [0], [1], [0, 1], [2]):
+                for op, d_in, t_in in [
+                    ("sum", dx, x),
+                    ("mean", dx, x),
+                    ("prod", dx, x),
+                    ("amax", dx, x),
+                    ("amin", dx, x),
+                    ("bitwise_xor", di, xi),
+                ]:
+                    got = getattr(torch_reduce, op)(d_in, dims).full_tensor()
+                    want = getattr(torch_reduce, op)(t_in, dims)
+                    assert _close(got, want, op), (op, pl, dims)
+            for d in (0, 1, 2):
+                got = torch_reduce.argmax(dx, d).full_tensor()
+                assert torch.equal(got, torch.argmax(x, d)), (pl, d)
+        dist.barrier()
+        dist.destroy_process_group()
+    except Exception:  # reported by the parent
+        errors.put(f"rank {rank}: {traceback.format_exc()}")
+        raise
+
+
+def _spawn(target, world: int) -> None:
     ctx = mp.get_context("spawn")
     errors = ctx.Queue()
     port = _free_port()
-    procs = [ctx.Process(target=_worker, args=(r, world, port, errors)) for r in range(world)]
+    procs = [ctx.Process(target=target, args=(r, world, port, errors)) for r in range(world)]
     for p in procs:
         p.start()
     for p in procs:
@@ -161,3 +207,12 @@ def test_dtensor_ops_on_gloo(world):
     assert not alive, f"ranks still running after {TIMEOUT_S} s"
     assert not msgs, "\n".join(msgs)
     assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
+
+
+@pytest.mark.parametrize("world", WORLD_SIZES)
+def test_dtensor_ops_on_gloo(world):
+    _spawn(_worker, world)
+
+
+def test_dtensor_ops_on_a_2d_mesh():
+    _spawn(_worker_2d, 4)
