@@ -97,6 +97,11 @@ def _worker(rank: int, world: int, port: int, errors) -> None:
                             elif sd in red and empty and op in ("amax", "amin"):
                                 # no maximum of an empty shard: the dim is replicated first
                                 assert isinstance(p, Replicate), (op, p)
+                            elif (
+                                sd in red and op in ("sum", "mean") and t_in.dtype == torch.float32
+                            ):
+                                # float64 partials, combined and rounded once (wide_sum)
+                                assert isinstance(p, Replicate), (op, p)
                             elif sd in red:
                                 assert isinstance(p, ReducePartial) or (
                                     op == "sum" and isinstance(p, Partial)
@@ -189,6 +194,50 @@ def _worker_2d(rank: int, world: int, port: int, errors) -> None:
         raise
 
 
+def _worker_bits(rank: int, world: int, port: int, errors) -> None:
+    """float32 and bfloat16 sums and means over a sharded dim have the single-device bits, on
+    bench/accuracy.py's D1-D4 data, even and uneven shards."""
+    try:
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+        torch.set_num_threads(1)
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.tensor import Shard, distribute_tensor
+
+        import torch_reduce
+
+        mesh = init_device_mesh("cpu", (world,))
+        for n, seed in ((20011, 0), (4096, 1), (999, 2)):
+            for name, x in data_sets(n, seed).items():
+                for dtype in (torch.float32, torch.bfloat16):
+                    xd = x.to(dtype)
+                    dx = distribute_tensor(xd, mesh, [Shard(0)])
+                    for op in ("sum", "mean"):
+                        fn = getattr(torch_reduce, op)
+                        got, want = fn(dx).full_tensor(), fn(xd)
+                        assert torch.equal(got, want), (op, name, dtype, n, got, want)
+                    rows = distribute_tensor(xd[: n - n % 8].view(-1, 8), mesh, [Shard(0)])
+                    got = torch_reduce.sum(rows, [0]).full_tensor()
+                    assert torch.equal(got, torch_reduce.sum(xd[: n - n % 8].view(-1, 8), [0]))
+        dist.barrier()
+        dist.destroy_process_group()
+    except Exception:  # reported by the parent
+        errors.put(f"rank {rank}: {traceback.format_exc()}")
+        raise
+
+
+def data_sets(n: int, seed: int) -> dict:
+    """bench/accuracy.py's D1-D4 on the CPU."""
+    g = torch.Generator().manual_seed(seed)
+    sign = torch.randint(0, 2, (n,), generator=g).float() * 2 - 1
+    return {
+        "D1 randn": torch.randn(n, generator=g),
+        "D2 uniform[0,1)": torch.rand(n, generator=g),
+        "D3 0.1": torch.full((n,), 0.1),
+        "D4 ±2^U(-20,20)": sign * torch.exp2(torch.empty(n).uniform_(-20, 20, generator=g)),
+    }
+
+
 def _spawn(target, world: int) -> None:
     ctx = mp.get_context("spawn")
     errors = ctx.Queue()
@@ -216,3 +265,8 @@ def test_dtensor_ops_on_gloo(world):
 
 def test_dtensor_ops_on_a_2d_mesh():
     _spawn(_worker_2d, 4)
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 4])
+def test_dtensor_float_sums_have_the_single_device_bits(world):
+    _spawn(_worker_bits, world)

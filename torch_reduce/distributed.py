@@ -160,6 +160,26 @@ def _strategies(op: str, x, dim, keepdim: bool, mesh_size: int | None, mesh_size
     return out
 
 
+_NARROW_FLOATS = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def wide_sum(overload, x, dims, keepdim: bool, dtype):
+    """sum or mean (the wrappers') of a DTensor with a reduced dim sharded, for float32, float16
+    and bfloat16 results: the ranks' partials in float64 (dtype=float64), combined in float64
+    and rounded once to the result's dtype, so that the result is correctly rounded in practice
+    as the single-device one is (and so has its bits) rather than the sum of rounded partials.
+    The result is Replicate on those mesh dims. None where this does not apply."""
+    out_dtype = dtype if dtype is not None else x.dtype
+    if out_dtype not in _NARROW_FLOATS or x.dtype not in _NARROW_FLOATS:
+        return None
+    red = _reduced(x.ndim, dims)
+    if not any(p.is_shard() and getattr(p, "dim", None) in red for p in x.placements):
+        return None
+    wide = overload(x, dims, keepdim, dtype=torch.float64)
+    target = [Replicate() if p.is_partial() else p for p in wide.placements]
+    return wide.redistribute(wide.device_mesh, target).to(out_dtype)
+
+
 _registered = False
 
 

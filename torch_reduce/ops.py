@@ -149,6 +149,12 @@ def _by_dims(op: str, overload, input, dim, keepdim, dtype=None):
     """The torch.ops call of an op with int[1]? dims, after torch's argument checks."""
     _check_call(op, input, keepdim, dtype)
     dims = _dim_list(op, dim)
+    if op in ("sum", "mean") and type(input).__module__.startswith("torch.distributed.tensor"):
+        from .distributed import wide_sum
+
+        out = wide_sum(overload, input, dims, keepdim, dtype)
+        if out is not None:
+            return out
     if dtype is None:
         return overload(input, dims, keepdim)
     return overload(input, dims, keepdim, dtype=dtype)
