@@ -1,9 +1,10 @@
-"""DTensor inputs (torch_reduce.distributed): every op on 1-D meshes of 2 and 4 CPU ranks (gloo,
-loopback), spawned by the test itself, against torch on the full tensor.
+"""DTensor inputs (torch_reduce.distributed): every op on 1-D meshes of 2 and 4 CPU ranks and a
+2 x 2 mesh (gloo, loopback), spawned by the test itself, against the single-device result.
 
-Placements: Replicate, Shard on a kept dim, Shard on a reduced dim (even and uneven shards), a
-Partial(sum) input to sum; the placements of the results; sums whose bits equal the
-single-device result where the README says they do; autograd through a sharded sum.
+Placements: Replicate, Shard on a kept dim, Shard on a reduced dim (even, uneven and empty
+shards), nested sharding, a Partial(sum) input to sum; the placements of the results; float32
+and bfloat16 sums and means over a sharded dim with the single-device bits on 1-4 ranks (D1-D4
+data); autograd through a sharded sum.
 """
 
 import os
