@@ -135,6 +135,22 @@ def _worker(rank: int, world: int, port: int, errors) -> None:
         v[4] = float("nan")
         got = torch_reduce.amax(distribute_tensor(v, mesh, [Shard(0)]))
         assert torch.isnan(got.full_tensor()), got
+        # argmax/argmin over the sharded dim: ties across ranks take the first index, a NaN on
+        # a later rank wins, as torch's; the result is Replicate (pairs, not the whole input).
+        n = 5 * world + 2
+        t = torch.zeros(3, n)
+        t[0, [1, n - 1]] = 7.0  # a tie on the first and the last rank
+        t[1, n - 2] = float("nan")
+        t[1, 0] = 9.0
+        t[2] = torch.arange(n, 0, -1.0)
+        dt = distribute_tensor(t, mesh, [Shard(1)])
+        for op in ("argmax", "argmin"):
+            for keepdim in (False, True):
+                got = getattr(torch_reduce, op)(dt, 1, keepdim)
+                assert isinstance(got.placements[0], Replicate), got.placements
+                assert torch.equal(got.full_tensor(), getattr(torch, op)(t, 1, keepdim)), op
+            got = getattr(torch_reduce, op)(distribute_tensor(t, mesh, [Shard(0)]), 1)
+            assert torch.equal(got.full_tensor(), getattr(torch, op)(t, 1)), op
         # Autograd through a sum over the sharded dim.
         w = torch.randn(6, 5, generator=gen, requires_grad=True)
         dw = distribute_tensor(w.detach(), mesh, [Shard(0)]).requires_grad_()

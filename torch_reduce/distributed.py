@@ -180,6 +180,64 @@ def wide_sum(overload, x, dims, keepdim: bool, dtype):
     return wide.redistribute(wide.device_mesh, target).to(out_dtype)
 
 
+def arg_sharded(op: str, x, dim, keepdim: bool):
+    """argmax/argmin (the wrappers') of a DTensor sharded along `dim` on one mesh dim: each rank
+    finds its shard's (value, global index) pair, the pairs are all-gathered (output-sized), and
+    the op over the ranks' values, in rank order, picks the pair. The first rank with the best
+    value (or with a NaN) holds the smallest such global index, so torch's rules hold: the first
+    index among ties, the first NaN. The result is Replicate on that mesh dim. None where this
+    does not apply (no dim, the dim sharded on several mesh dims or not at all, a Partial
+    placement, an empty shard)."""
+    import torch.distributed._functional_collectives as funcol
+    from torch.distributed.tensor import DTensor
+
+    if dim is None or x.ndim == 0:
+        return None
+    d = dim % x.ndim
+    placements = list(x.placements)
+    if any(p.is_partial() for p in placements):
+        return None
+    if any(p.is_shard() and type(p) is not Shard for p in placements):
+        return None  # strided shards: left to DTensor
+    along = [i for i, p in enumerate(placements) if p.is_shard() and p.dim == d]
+    if len(along) != 1:
+        return None
+    m = along[0]
+    mesh = x.device_mesh
+    ranks = mesh.size(m)
+    if 0 in _rank_sizes(x.shape, d, ranks):
+        return None
+    local = x.to_local()
+    idx = getattr(torch_reduce, op)(local, d, True)
+    val = torch.gather(local, d, idx)
+    offset = Shard.local_shard_size_and_offset(x.shape[d], ranks, mesh.get_local_rank(m))[1]
+    group = (mesh, m)
+    vals = funcol.wait_tensor(funcol.all_gather_tensor(val.unsqueeze(0).contiguous(), 0, group))
+    idxs = funcol.wait_tensor(
+        funcol.all_gather_tensor((idx + offset).unsqueeze(0).contiguous(), 0, group)
+    )
+    best = getattr(torch_reduce, op)(vals, 0, True)
+    out = torch.gather(idxs, 0, best).squeeze(0)
+    shape = list(x.shape)
+    if keepdim:
+        shape[d] = 1
+    else:
+        out = out.squeeze(d)
+        del shape[d]
+    new: list[Placement] = []
+    for i, p in enumerate(placements):
+        if i == m:
+            new.append(Replicate())
+        elif type(p) is Shard:
+            new.append(Shard(p.dim if keepdim or p.dim < d else p.dim - 1))
+        else:
+            new.append(p)
+    stride = torch.empty(shape, device="meta").stride()
+    return DTensor.from_local(
+        out, mesh, new, run_check=False, shape=torch.Size(shape), stride=stride
+    )
+
+
 _registered = False
 
 

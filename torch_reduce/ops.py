@@ -160,6 +160,19 @@ def _by_dims(op: str, overload, input, dim, keepdim, dtype=None):
     return overload(input, dims, keepdim, dtype=dtype)
 
 
+def _by_one(op: str, overload, input, dim, keepdim):
+    """The torch.ops call of argmax/argmin, after torch's argument checks; a DTensor sharded
+    along `dim` takes (value, index) pairs across its ranks instead of being gathered whole."""
+    d = _dim_one(op, dim)
+    if type(input).__module__.startswith("torch.distributed.tensor"):
+        from .distributed import arg_sharded
+
+        out = arg_sharded(op, input, d, keepdim)
+        if out is not None:
+            return out
+    return overload(input, d, keepdim)
+
+
 def sum(
     input: torch.Tensor,
     dim: DimArg = None,
@@ -265,7 +278,7 @@ def argmax(input: torch.Tensor, dim: int | None = None, keepdim: bool = False) -
         if out is not NotImplemented:
             return out
     _check_call("argmax", input, keepdim)
-    return _ARGMAX(input, _dim_one("argmax", dim), keepdim)
+    return _by_one("argmax", _ARGMAX, input, dim, keepdim)
 
 
 def argmin(input: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> torch.Tensor:
@@ -276,7 +289,7 @@ def argmin(input: torch.Tensor, dim: int | None = None, keepdim: bool = False) -
         if out is not NotImplemented:
             return out
     _check_call("argmin", input, keepdim)
-    return _ARGMIN(input, _dim_one("argmin", dim), keepdim)
+    return _by_one("argmin", _ARGMIN, input, dim, keepdim)
 
 
 def bitwise_and(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False) -> torch.Tensor:
