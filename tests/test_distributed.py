@@ -287,3 +287,20 @@ def test_dtensor_ops_on_a_2d_mesh():
 @pytest.mark.parametrize("world", [1, 2, 3, 4])
 def test_dtensor_float_sums_have_the_single_device_bits(world):
     _spawn(_worker_bits, world)
+
+
+def test_tensor_parallel_example_runs():
+    """examples/tensor_parallel_argmax.py, as written, on 2 CPU ranks (it checks its results)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "tensor_parallel_argmax.py"
+    r = subprocess.run(
+        [sys.executable, str(example), "--world", "2", "--vocab", "4099", "--reps", "2"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "match torch" in r.stdout, r.stdout
