@@ -304,3 +304,80 @@ def test_tensor_parallel_example_runs():
     )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "match torch" in r.stdout, r.stdout
+
+
+def _worker_fuzz(rank: int, world: int, port: int, errors) -> None:
+    """Property-based: random shapes (sizes 1-9, uneven shards included), placements, ops,
+    dims and keepdim; the DTensor result's full tensor against the single-device result (the
+    same bits for sums and means of float32, integers exactly, others to rounding). Every rank
+    draws the same examples (derandomized, no shrinking), so the collectives stay in step."""
+    try:
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+        torch.set_num_threads(1)
+        from hypothesis import Phase, given, settings
+        from hypothesis import strategies as st
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+        import torch_reduce
+
+        mesh = init_device_mesh("cpu", (world,))
+        ops = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "bitwise_or"]
+
+        @settings(
+            max_examples=FUZZ_EXAMPLES,
+            derandomize=True,
+            database=None,
+            phases=[Phase.generate],
+            deadline=None,
+        )
+        @given(
+            shape=st.lists(st.integers(1, 9), min_size=1, max_size=3),
+            op=st.sampled_from(ops),
+            data=st.data(),
+        )
+        def prop(shape, op, data):
+            nd = len(shape)
+            shard = data.draw(st.sampled_from([None] + list(range(nd))), "shard")
+            keepdim = data.draw(st.booleans(), "keepdim")
+            seed = data.draw(st.integers(0, 2**16), "seed")
+            g = torch.Generator().manual_seed(seed)
+            if op.startswith("bitwise"):
+                x = torch.randint(-99, 99, shape, generator=g)
+            else:
+                x = torch.randn(shape, generator=g)
+            if op.startswith("arg"):
+                dim_args = st.sampled_from([None] + list(range(-nd, nd)))
+            else:
+                dim_args = st.one_of(
+                    st.none(), st.lists(st.integers(0, nd - 1), min_size=1, unique=True)
+                )
+            placement = Replicate() if shard is None else Shard(shard)
+            dx = distribute_tensor(x, mesh, [placement])
+            fn = getattr(torch_reduce, op)
+            # two calls on the same DTensor with different dims: DTensor caches its sharding
+            # decisions, and a key without the dims would give the second the first's
+            for dims in (data.draw(dim_args, "dims"), data.draw(dim_args, "dims again")):
+                got = fn(dx, dims, keepdim).full_tensor()
+                want = fn(x, dims, keepdim)
+                msg = (op, shape, placement, dims, keepdim, got, want)
+                if op in ("sum", "mean") or not got.is_floating_point():
+                    assert torch.equal(got, want), msg
+                else:
+                    assert _close(got, want, op), msg
+
+        prop()
+        dist.barrier()
+        dist.destroy_process_group()
+    except Exception:  # reported by the parent
+        errors.put(f"rank {rank}: {traceback.format_exc()}")
+        raise
+
+
+FUZZ_EXAMPLES = int(os.environ.get("TREDUCE_DIST_FUZZ_EXAMPLES", "150"))
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_dtensor_fuzz(world):
+    _spawn(_worker_fuzz, world)
