@@ -8,7 +8,9 @@ data); autograd through a sharded sum.
 """
 
 import os
+import queue
 import socket
+import time
 import traceback
 
 import pytest
@@ -262,16 +264,22 @@ def _spawn(target, world: int) -> None:
     procs = [ctx.Process(target=target, args=(r, world, port, errors)) for r in range(world)]
     for p in procs:
         p.start()
-    for p in procs:
-        p.join(TIMEOUT_S)
+    # A rank that fails leaves the others waiting in a collective: stop them at the first error.
+    deadline = time.monotonic() + TIMEOUT_S
+    msgs = []
+    while any(p.is_alive() for p in procs) and time.monotonic() < deadline and not msgs:
+        try:
+            msgs.append(errors.get(timeout=0.2))
+        except queue.Empty:
+            pass
+    time.sleep(1 if msgs else 0)  # the other ranks' reports, if they have one
     alive = [p for p in procs if p.is_alive()]
     for p in alive:
         p.kill()
-    msgs = []
     while not errors.empty():
         msgs.append(errors.get())
-    assert not alive, f"ranks still running after {TIMEOUT_S} s"
     assert not msgs, "\n".join(msgs)
+    assert not alive, f"ranks still running after {TIMEOUT_S} s"
     assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
 
 
