@@ -191,3 +191,15 @@ def fresh_seed():
     print(f"seed = {seed}")
     torch.manual_seed(seed)
     return seed
+
+
+def data_sets(n: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    """bench/accuracy.py's data sets D1-D4, on the CPU."""
+    g = torch.Generator().manual_seed(seed)
+    sign = torch.randint(0, 2, (n,), generator=g).float() * 2 - 1
+    return {
+        "D1 randn": torch.randn(n, generator=g),
+        "D2 uniform": torch.rand(n, generator=g),
+        "D3 0.1": torch.full((n,), 0.1),
+        "D4 2^U(-20,20)": sign * torch.exp2(torch.empty(n).uniform_(-20, 20, generator=g)),
+    }

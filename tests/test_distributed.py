@@ -17,6 +17,7 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from conftest import data_sets
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed unavailable")
 
@@ -243,18 +244,6 @@ def _worker_bits(rank: int, world: int, port: int, errors) -> None:
     except Exception:  # reported by the parent
         errors.put(f"rank {rank}: {traceback.format_exc()}")
         raise
-
-
-def data_sets(n: int, seed: int) -> dict:
-    """bench/accuracy.py's D1-D4 on the CPU."""
-    g = torch.Generator().manual_seed(seed)
-    sign = torch.randint(0, 2, (n,), generator=g).float() * 2 - 1
-    return {
-        "D1 randn": torch.randn(n, generator=g),
-        "D2 uniform[0,1)": torch.rand(n, generator=g),
-        "D3 0.1": torch.full((n,), 0.1),
-        "D4 ±2^U(-20,20)": sign * torch.exp2(torch.empty(n).uniform_(-20, 20, generator=g)),
-    }
 
 
 def _spawn(target, world: int) -> None:

@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import data_sets
 
 LEAF = 64
 
@@ -95,17 +96,6 @@ def test_pinned_bits():
         ours = int(f32_bits(torch.ops.treduce.sum(x).numpy()))
         ref = int(f32_bits(canonical_sum(x.numpy())))
         assert ours == ref == bits, (n, seed, hex(ours), hex(ref), hex(bits))
-
-
-def data_sets(n, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    sign = torch.randint(0, 2, (n,), generator=g).float() * 2 - 1
-    return {
-        "D1 randn": torch.randn(n, generator=g),
-        "D2 uniform": torch.rand(n, generator=g),
-        "D3 0.1": torch.full((n,), 0.1),
-        "D4 2^U(-20,20)": sign * torch.exp2(torch.empty(n).uniform_(-20, 20, generator=g)),
-    }
 
 
 @pytest.mark.parametrize("name", ["D1 randn", "D2 uniform", "D3 0.1", "D4 2^U(-20,20)"])
