@@ -19,10 +19,12 @@ redistribution, `full_tensor()` and autograd work as for aten ops. Per mesh dim:
 A Partial input (a pending sum, say) is first made Replicate by DTensor, except that sum accepts
 Partial(sum) as torch.sum does (the sum of partial sums is the sum).
 
-What is and is not bit-identical to the single-device result: see docs (the DTensor section of
-the README). In short: sharding over kept dims gives the single-device bits; a sum over a
-sharded dim is the sum of the ranks' correctly rounded partial sums, which can differ in the last
-bit from the single-device sum.
+What is and is not bit-identical to the single-device result (README, DTensor): sharding over
+kept dims gives its bits. Over a sharded dim, the wrappers' float32/float16/bfloat16 sum and mean
+take float64 partials and round once (wide_sum), which gave the single-device bits in every case
+measured; through torch.ops.treduce directly the partials are rounded first and may differ in
+the last bits. The wrappers' argmax/argmin over a sharded dim gather (value, index) pairs
+(arg_sharded) instead of the input.
 """
 
 from __future__ import annotations
