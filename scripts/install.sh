@@ -38,6 +38,10 @@ if [ "$in_venv" != 1 ]; then
       || { apt_install python3-venv; "$PY" -m venv --system-site-packages .venv; }
   fi
   PY=$PWD/.venv/bin/python
+else
+  # an active environment: its interpreter by absolute path, since callers (scripts/lint.sh)
+  # find the environment's other programs beside it
+  PY=$("$PY" -c 'import sys; print(sys.executable)')
 fi
 # The environment's scripts (ninja) first on PATH: the build looks for ninja there.
 export PATH="$(dirname "$PY"):$PATH"
