@@ -72,10 +72,13 @@ def run(rank: int, world: int, port: int, args) -> None:
             f"bfloat16 sharded over the vocabulary:\n"
             f"  torch_reduce.argmax (pairs): {ours:.3f} ms; DTensor torch.argmax: {theirs:.3f} ms "
             f"({theirs / ours:.2f}x); the local kernel alone: {local:.3f} ms\n"
-            f"  greedy tokens and the sharded loss sum match torch (the sum bit for bit)"
+            f"  greedy tokens and the sharded loss sum match torch (the sum bit for bit)",
+            flush=True,
         )
     dist.barrier()
-    dist.destroy_process_group()
+    # Leave without the process group's teardown: with gloo, its background thread can abort a
+    # rank whose peers closed their sockets first, after all the work is done.
+    os._exit(0)
 
 
 def main() -> None:
