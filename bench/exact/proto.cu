@@ -186,6 +186,29 @@ __device__ __forceinline__ uint4 load16(const void* p, bool evict_first) {
   return v;
 }
 
+// One step of a thread's run: 16-byte vectors first, first + kStride, ... (4 of them, those at
+// nv or past it as zeros), widened exactly to float and added.
+template <class T, int kStride, class V, class Sink>
+__device__ __forceinline__ void run_step(ThreadRun& r, const V* p, int64_t first, int64_t nv,
+                                       const RowsArgs& a, const Sink& sink, int* flags) {
+  constexpr int kVec = 16 / sizeof(T);
+  V q[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int64_t i = first + j * kStride;
+    if (i < nv) {
+      const uint4 u = load16(p + i, a.evict_first);
+      memcpy(&q[j], &u, 16);
+    } else {
+      memset(&q[j], 0, 16);
+    }
+  }
+  float v[4 * kVec];
+#pragma unroll
+  for (int j = 0; j < 4 * kVec; ++j) v[j] = In<T>::widen(q[j / kVec].v[j % kVec]);
+  add_n<In<T>::kP>(r, v, a.log2n, sink, flags);
+}
+
 template <class T>
 __global__ void __launch_bounds__(kThreads) rows_kernel(RowsArgs a) {
   constexpr int kVec = 16 / sizeof(T);  // elements per 16-byte load
@@ -206,21 +229,7 @@ __global__ void __launch_bounds__(kThreads) rows_kernel(RowsArgs a) {
   const int64_t nv = (c1 - c0) / kVec;
   ThreadRun r;
   for (int64_t base = 0; base < nv; base += 4 * kThreads) {
-    V q[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int64_t i = base + threadIdx.x + j * kThreads;
-      if (i < nv) {
-        const uint4 u = load16(p + i, a.evict_first);
-        memcpy(&q[j], &u, 16);
-      } else {
-        memset(&q[j], 0, 16);
-      }
-    }
-    float v[4 * kVec];
-#pragma unroll
-    for (int j = 0; j < 4 * kVec; ++j) v[j] = In<T>::widen(q[j / kVec].v[j % kVec]);
-    add_n<In<T>::kP>(r, v, a.log2n, sink, &flags);
+    run_step<T, kThreads>(r, p, base + threadIdx.x, nv, a, sink, &flags);
   }
   double t = merge(r.s2, r.s0 + r.s1, sink);
   t = block_merge(t, sink, red);
@@ -292,21 +301,7 @@ __global__ void __launch_bounds__(kThreads) warp_rows_kernel(RowsArgs a, int64_t
   const int64_t nv = a.K / kVec;
   ThreadRun r;
   for (int64_t base = 0; base < nv; base += 4 * 32) {
-    V q[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int64_t i = base + lane + j * 32;
-      if (i < nv) {
-        const uint4 u = load16(p + i, a.evict_first);
-        memcpy(&q[j], &u, 16);
-      } else {
-        memset(&q[j], 0, 16);
-      }
-    }
-    float v[4 * kVec];
-#pragma unroll
-    for (int j = 0; j < 4 * kVec; ++j) v[j] = In<T>::widen(q[j / kVec].v[j % kVec]);
-    add_n<In<T>::kP>(r, v, a.log2n, sink, &flags[w]);
+    run_step<T, 32>(r, p, base + lane, nv, a, sink, &flags[w]);
   }
   double t = merge(r.s2, r.s0 + r.s1, sink);
   t = warp_merge(t, sink);
