@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 import torch
 
 import torch_reduce  # noqa: F401
+from torch_reduce._testing import forced_launch
 
 
 def exact_sum(x: torch.Tensor) -> float:
@@ -185,11 +185,8 @@ def reproducibility() -> list[dict]:
     ok = True
     for y in (1, 4, 32, 256):
         for splits in (1, 3, 64):
-            os.environ["TREDUCE_CANON_LAUNCH"] = f"y={y},splits={splits}"
-            try:
+            with forced_launch(f"y={y},splits={splits}"):
                 ok &= torch.equal(bits(torch_reduce.sum(x)), want)
-            finally:
-                del os.environ["TREDUCE_CANON_LAUNCH"]
     rows.append(
         {
             "property": "launch configurations (12 forced block shapes x splits)",

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import statistics
 import sys
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 import torch
 
 import torch_reduce
+from torch_reduce._testing import forced_launch
 
 try:
     import triton.testing as tt
@@ -228,15 +228,12 @@ def graph_ms(fn) -> float:
 
 
 def timed(timer, name: str, fn) -> float:
-    """timer(fn), for "plain" with TREDUCE_CANON_LAUNCH=plain set around it (read at each call,
-    and at capture for a CUDA graph)."""
+    """timer(fn), for "plain" with the plain kernels forced around it (read at each call, and at
+    capture for a CUDA graph)."""
     if name != "plain":
         return timer(fn)
-    os.environ["TREDUCE_CANON_LAUNCH"] = "plain"
-    try:
+    with forced_launch("plain"):
         return timer(fn)
-    finally:
-        del os.environ["TREDUCE_CANON_LAUNCH"]
 
 
 def check(case: Case, x: torch.Tensor) -> None:
@@ -279,7 +276,7 @@ def run_case(case: Case, inductor: bool, peers: bool = True) -> dict:
     if ceil is not None:
         impls["ceiling"] = ceil
     # Floating sums and means run in the canonical order (issue 4); "plain" times the plain
-    # kernels (float accumulators) of the same strategy (TREDUCE_CANON_LAUNCH=plain) on the same
+    # kernels (float accumulators) of the same strategy (forced_launch("plain")) on the same
     # input, for the speed condition (at most 3% slower). The variable is set around the timer,
     # not inside the timed call, whose host time it would lengthen (NOTES step 105).
     if peers and case.op in ("sum", "mean") and x.dtype.is_floating_point:

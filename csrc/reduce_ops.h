@@ -43,7 +43,7 @@ struct SumOp {
 };
 
 // The sum times factor = T(M) / T(M * K), as torch's CUDA mean kernel multiplies (aten
-// mean_kernel_impl): the plain CUDA baseline (TREDUCE_CANON_LAUNCH=plain). Means normally use
+// mean_kernel_impl): the plain CUDA baseline (treduce._force_launch("plain")). Means normally use
 // CanonMeanOp on both backends.
 template <class T>
 struct ScaledMeanOp : SumOp<T> {
@@ -53,7 +53,7 @@ struct ScaledMeanOp : SumOp<T> {
   }
 };
 
-// Leaves of the canonical order (issue 4; docs/numerics-design.md): kCanonLeaf consecutive
+// Leaves of the canonical order (docs/numerics.md): kCanonLeaf consecutive
 // reduced elements at fixed positions. A floating sum or mean folds each leaf in order, merges
 // the leaves by a fixed binary tree over leaf index and rounds once at the end, so the result is
 // the same for any thread count or launch. Used by both backends (the canonical order).

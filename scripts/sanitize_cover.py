@@ -6,16 +6,16 @@ Routes: full sums (one block, chunks, chunks several per block, chunks merged in
 rows (packed in vectors, pairs of vectors, one block per row, split rows, the latency kernel),
 columns (16-byte and scalar, split or not, staged, interleaved mid dims), NCHW and NHWC
 statistics, strided views (transposed, step slices, expanded, misaligned starts), and the forced
-configurations of TREDUCE_CANON_LAUNCH that the planner otherwise picks only for large shapes.
+configurations (torch_reduce._testing.force_launch) that the planner otherwise picks only for large shapes.
 """
 
 import argparse
-import os
 import sys
 
 import torch
 
 import torch_reduce
+from torch_reduce._testing import force_launch
 
 KERNEL_FAMILIES = [
     "canon_kernel",
@@ -70,7 +70,7 @@ CASES = [
     ((16, 8, 33), [0, 2], "t"),
 ]
 FLOATS = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
-# Forced configurations (TREDUCE_CANON_LAUNCH) for the canonical kernels.
+# Forced configurations (force_launch) for the canonical kernels.
 FORCED = [
     "",
     "plain",
@@ -128,7 +128,7 @@ def run_all(big: bool) -> int:
         for dtype in FLOATS:
             x = make(shape, view, dtype)
             for spec in FORCED if n <= 1 << 22 else [""]:
-                os.environ["TREDUCE_CANON_LAUNCH"] = spec
+                force_launch(spec)
                 for fn in (
                     lambda: torch_reduce.sum(x, dims),
                     lambda: torch_reduce.mean(x, dims),
@@ -138,9 +138,9 @@ def run_all(big: bool) -> int:
                         fn()
                         calls += 1
                     except RuntimeError as e:  # a forced shape this case cannot take
-                        if "TREDUCE_CANON_LAUNCH" not in str(e) and "canonical" not in str(e):
+                        if "canonical" not in str(e):
                             raise
-            os.environ["TREDUCE_CANON_LAUNCH"] = ""
+            force_launch(None)
             for fn in (
                 lambda: torch_reduce.amax(x, dims),
                 lambda: torch_reduce.amin(x, dims),

@@ -184,10 +184,22 @@ def assert_same_bits(out, ref, msg=""):
         assert torch.equal(out, ref), f"{msg}: values differ"
 
 
+@pytest.fixture
+def force_launch():
+    """force_launch(spec) forces the canonical kernels' launch configuration for the rest of the
+    test (torch_reduce._testing; None is the default plan), which is restored afterwards."""
+    from torch_reduce._testing import force_launch as force  # noqa: PLC0415
+
+    yield force
+    force(None)
+
+
 @pytest.fixture(autouse=True)
 def fresh_seed():
-    """Fresh random data every run; the seed is printed, so a failure can be replayed."""
-    seed = int.from_bytes(os.urandom(4), "little") % (2**31)
+    """Fresh random data every run; the seed is printed (pytest shows it beside a failure), and
+    TREDUCE_SEED=<seed> replays it."""
+    chosen = os.environ.get("TREDUCE_SEED")
+    seed = int(chosen) if chosen else int.from_bytes(os.urandom(4), "little") % (2**31)
     print(f"seed = {seed}")
     torch.manual_seed(seed)
     return seed

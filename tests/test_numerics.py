@@ -1,4 +1,4 @@
-"""Issue 4 on the CPU: float sums in the canonical order (docs/numerics-design.md).
+"""On the CPU: float sums in the canonical order (docs/numerics.md).
 
 The order: the K reduced elements of an output, in logical order, are cut into leaves of 64 at
 fixed positions; each leaf is folded in order, every element widened to float64 (float32 and
@@ -85,8 +85,8 @@ def test_the_reference_pins_the_order():
 
 # Expected bits of canonical_sum(cancel_data(n, seed)) (torch 2.11's CPU generator), stored
 # once: they pin the reference itself, so that the order cannot drift together with the test.
-# (Re-pinned in session 15 when the leaves and the tree went from compensated float32 pairs to
-# float64.)
+# (Re-pinned only where the order itself changes, as when the leaves and the tree went from
+# compensated float32 pairs to float64.)
 PINNED_BITS = {(100003, 7): 0xC5C00000, (16385, 3): 0xC4E2C748, (262147, 1): 0x45AA8000}
 
 

@@ -1,4 +1,4 @@
-"""Issue 4 on the GPU: CUDA float sums and means follow the canonical order (canon.cuh).
+"""On the GPU: CUDA float sums and means follow the canonical order (canon.cuh).
 
 The CPU backend is the reference (tests/test_numerics.py pins its order against an independent
 numpy implementation): the CUDA bits must equal the CPU's for every shape, layout, dtype and
@@ -32,14 +32,6 @@ INT_VIEW = {
 
 def bits(t):
     return t.detach().cpu().contiguous().view(INT_VIEW[t.dtype])
-
-
-def set_launch(monkeypatch, spec):
-    """TREDUCE_CANON_LAUNCH=spec for the test, or unset (the default plan) for None."""
-    if spec is None:
-        monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
-    else:
-        monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
 
 
 def assert_bits(got, want, msg=""):
@@ -148,7 +140,7 @@ def test_cuda_misaligned_views():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
-def test_cuda_misaligned_whole_leaves(dtype, monkeypatch):
+def test_cuda_misaligned_whole_leaves(dtype, force_launch):
     """Warps of whole leaves that do not start on a 16-byte boundary are staged: 16-bit leaves
     that all start the same number of elements past a boundary as whole aligned vectors
     (fold_leaves_shifted, one build per shift, a warp's lanes in runs of one output each), the
@@ -189,7 +181,7 @@ def test_cuda_misaligned_whole_leaves(dtype, monkeypatch):
             f"rows 1032 apart k={k}",
         )
         if dtype != torch.float32:
-            monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "per=2")
+            force_launch("per=2")
             assert_bits(
                 torch.ops.treduce.sum(rows, [1]),
                 torch.ops.treduce.sum(rows.cpu(), [1]),
@@ -200,7 +192,7 @@ def test_cuda_misaligned_whole_leaves(dtype, monkeypatch):
                 torch.ops.treduce.sum(even_rows.cpu(), [1]),
                 f"rows 1032 apart k={k} per=2",
             )
-            monkeypatch.delenv("TREDUCE_CANON_LAUNCH")
+            force_launch(None)
 
 
 # (shape, channel stride or None): NCHW statistics over (0, 2, 3) of a view starting k elements
@@ -224,7 +216,7 @@ MISALIGNED_RUN_CASES = [
         f"{'x'.join(map(str, s))}{'' if c is None else f'-c{c}'}" for s, c in MISALIGNED_RUN_CASES
     ],
 )
-def test_cuda_misaligned_leaves_across_memory_runs(dtype, shape, cstride, monkeypatch):
+def test_cuda_misaligned_leaves_across_memory_runs(dtype, shape, cstride, force_launch):
     """Misaligned 16-bit statistics over two reduced dims (NCHW over (0, 2, 3), x[k:] of a flat
     buffer): an output's consecutive leaves lie in memory runs of H * W elements, and the
     shifted staging needs each output's lanes in a warp to hold leaves of one memory run, every
@@ -246,11 +238,11 @@ def test_cuda_misaligned_leaves_across_memory_runs(dtype, shape, cstride, monkey
         want = torch.ops.treduce.sum(xc, [0, 2, 3])
         for launch in (None, "y=256,per=2", "y=256,per=1", "y=64,per=2", "y=32,per=1"):
             if launch is None:
-                monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
+                force_launch(None)
             else:
-                monkeypatch.setenv("TREDUCE_CANON_LAUNCH", launch)
+                force_launch(launch)
             assert_bits(torch.ops.treduce.sum(x, [0, 2, 3]), want, f"k={k} {launch}")
-        monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
+        force_launch(None)
         assert_bits(
             torch.ops.treduce.mean(x, [0, 2, 3]),
             torch.ops.treduce.mean(xc, [0, 2, 3]),
@@ -296,7 +288,7 @@ def test_cuda_step2_views(dtype):
 @pytest.mark.parametrize(
     "shape", [(1024, 1024, 2), (64, 4096, 2), (8, 65536, 2), (5, 1000, 2)], ids=str
 )
-def test_cuda_odd_step2_leaves(shape, dtype, monkeypatch):
+def test_cuda_odd_step2_leaves(shape, dtype, force_launch):
     """C = 2 mid dims over dim 1 with one output per thread: every second output's leaves start
     one element past a 16-byte boundary and fold from the aligned run one element before them
     (the odd elements: canon.cuh's step-2 staging). Bits equal the CPU's by
@@ -309,7 +301,7 @@ def test_cuda_odd_step2_leaves(shape, dtype, monkeypatch):
         want, want_mean = torch.ops.treduce.sum(x, [1]), torch.ops.treduce.mean(x, [1])  # CPU
         xc = base.cuda()[k : k + n].reshape(shape)
         for spec in (None, "lat=0", "lat=1", "y=16", "y=256,splits=3", "y=32,splits=2,rounds=1"):
-            set_launch(monkeypatch, spec)
+            force_launch(spec)
             assert_bits(torch.ops.treduce.sum(xc, [1]), want, f"x[{k}:] {spec}")
             assert_bits(torch.ops.treduce.mean(xc, [1]), want_mean, f"mean x[{k}:] {spec}")
 
@@ -340,7 +332,7 @@ def is_interleaved_kernel(name):
 @pytest.mark.parametrize(
     "shape,expected", INTERLEAVED_CASES, ids=[str(c[0]) for c in INTERLEAVED_CASES]
 )
-def test_cuda_interleaved_leaves(shape, expected, dtype, monkeypatch):
+def test_cuda_interleaved_leaves(shape, expected, dtype, force_launch):
     """Mid dims (A, B, C) over B with C = 4 .. 32 outputs at one output per thread: each warp's
     32 / C whole leaves of the C outputs are one run, which it stages whole (canon.cuh's
     fold_leaves_interleaved; in the latency kernel too, (64, 4096, 8)). Bits
@@ -355,7 +347,7 @@ def test_cuda_interleaved_leaves(shape, expected, dtype, monkeypatch):
         x = base[k : k + n].reshape(shape)
         want, want_mean = torch.ops.treduce.sum(x, [1]), torch.ops.treduce.mean(x, [1])  # CPU
         xc = base.cuda()[k : k + n].reshape(shape)
-        monkeypatch.delenv("TREDUCE_CANON_LAUNCH", raising=False)
+        force_launch(None)
         names = [
             m for m in kernels_run(lambda: torch.ops.treduce.sum(xc, [1])) if "canon_kernel<" in m
         ]
@@ -371,12 +363,12 @@ def test_cuda_interleaved_leaves(shape, expected, dtype, monkeypatch):
             "y=16",
             "y=256,splits=2",
         ):
-            set_launch(monkeypatch, spec)
+            force_launch(spec)
             assert_bits(torch.ops.treduce.sum(xc, [1]), want, f"x[{k}:] {spec}")
             assert_bits(torch.ops.treduce.mean(xc, [1]), want_mean, f"mean x[{k}:] {spec}")
     # Forced splits keep the planned output lanes: the interleaved kernel where the default has
     # it, with three splits per tile (a warp's leaves past the last are the identity).
-    monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "splits=3")
+    force_launch("splits=3")
     xc = base.cuda()[:n].reshape(shape)
     if torch.cuda.get_device_properties(0).multi_processor_count == 132:
         names = kernels_run(lambda: torch.ops.treduce.sum(xc, [1]))
@@ -395,8 +387,8 @@ LAUNCH_CASES = [
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("shape,dims", LAUNCH_CASES, ids=[case_id(c) for c in LAUNCH_CASES])
-def test_cuda_bits_do_not_depend_on_launch_configuration(shape, dims, dtype, monkeypatch):
-    """TREDUCE_CANON_LAUNCH forces the block shape (Y leaf lanes of 256 threads), the leaves per
+def test_cuda_bits_do_not_depend_on_launch_configuration(shape, dims, dtype, force_launch):
+    """force_launch forces the block shape (Y leaf lanes of 256 threads), the leaves per
     thread and round (per = 2 is built for 1- and 2-byte inputs: a warp whose lanes' two leaves
     are whole, aligned and contiguous folds them side by side), the blocks per output tile and
     the rounds per split: they change who computes each node of the tree, never the additions."""
@@ -416,7 +408,7 @@ def test_cuda_bits_do_not_depend_on_launch_configuration(shape, dims, dtype, mon
                         + (f",rounds={rounds}" if rounds else "")
                         + (f",per={per}" if per else "")
                     )
-                    monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+                    force_launch(spec)
                     assert_bits(torch.ops.treduce.sum(x, dims), want, spec)
                     assert_bits(torch.ops.treduce.mean(x, dims), want_mean, "mean " + spec)
 
@@ -515,7 +507,7 @@ LATENCY_CASES = [
 @pytest.mark.parametrize(
     "shape,dims,expected", LATENCY_CASES, ids=[case_id(c) for c in LATENCY_CASES]
 )
-def test_cuda_latency_kernel_bits(shape, dims, expected, dtype, monkeypatch):
+def test_cuda_latency_kernel_bits(shape, dims, expected, dtype, force_launch):
     """The latency kernel (both phases of a staged leaf in flight, the splits merged through a
     cluster's shared memory) makes the same nodes as the other kernels: its bits equal the CPU's,
     with it forced off (lat=0) and on (lat=1) under several forced shapes. The profiler shows it
@@ -542,15 +534,15 @@ def test_cuda_latency_kernel_bits(shape, dims, expected, dtype, monkeypatch):
         "lat=1,y=32,splits=16,rounds=1",
         "lat=1,y=256,splits=5,rounds=4",
     ):
-        monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+        force_launch(spec)
         assert_bits(torch.ops.treduce.sum(xc, dims), want, spec)
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean " + spec)
-    monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "lat=0")
+    force_launch("lat=0")
     assert not any(map(is_latency_kernel, kernels_run(lambda: torch.ops.treduce.sum(xc, dims))))
     # A forced shape whose splits fit a cluster takes the latency kernel: (1 << 18) - 5 elements
     # are 4096 leaves (the last of 59), 16 rounds of 256 leaf lanes: 4 splits of 4 rounds, whose
     # round nodes go through each block's counter before the cluster's merge.
-    monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "lat=1,y=256,splits=4,rounds=4")
+    force_launch("lat=1,y=256,splits=4,rounds=4")
     z = float_data((1 << 18) - 5, dtype, seed=5)
     zc = z.cuda()
     assert any(map(is_latency_kernel, kernels_run(lambda: torch.ops.treduce.sum(zc))))
@@ -564,7 +556,7 @@ MERGE_CASES = [
 
 
 @pytest.mark.parametrize("dtype,n,pers", MERGE_CASES, ids=["float32", "bfloat16"])
-def test_cuda_bits_of_merges_with_many_splits(dtype, n, pers, monkeypatch):
+def test_cuda_bits_of_merges_with_many_splits(dtype, n, pers, force_launch):
     """Final merges of 2049 and 4097 split nodes (one round each, 256 leaf lanes): 16 or 32
     nodes per thread (one batch, or two pushed to the counter), which warps whose 32 runs of
     nodes are whole load coalesced through shared memory (load_runs_staged) and the rest, past
@@ -580,7 +572,7 @@ def test_cuda_bits_of_merges_with_many_splits(dtype, n, pers, monkeypatch):
             "y=256,splits=7,rounds=2",
         ):
             spec += per
-            monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+            force_launch(spec)
             assert_bits(torch.ops.treduce.sum(x), want, spec)
             assert_bits(torch.ops.treduce.mean(x), want_mean, "mean " + spec)
 
@@ -789,7 +781,7 @@ SMALL_VIEWS = {
     SMALL_CASES,
     ids=[case_id(c) + (f"-{c[2]}" if c[2] else "") for c in SMALL_CASES],
 )
-def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
+def test_cuda_small_kernel_bits(shape, dims, view, dtype, force_launch):
     """canon_small_kernel (one block per output: a thread per leaf, the tree over the block)
     makes the same nodes as the other kernels: its bits equal the CPU's by default, forced on
     (small=1) and off (small=0), for sums and means; the profiler shows that it runs exactly
@@ -838,12 +830,12 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
             # except float16 (whose warps fold in any order)
             assert [is_whole_small(nm) for nm in small] == [two and dtype != torch.float16], names
     for spec in (None, "small=1", "small=0", "small=1,lat=1", "small=1,whole=0", "small=1,whole=1"):
-        set_launch(monkeypatch, spec)
+        force_launch(spec)
         assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{spec}")
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
-    monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "small=0")
+    force_launch("small=0")
     assert not any(map(is_small_kernel, kernels_run(lambda: torch.ops.treduce.sum(xc, dims))))
-    monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "small=1")
+    force_launch("small=1")
     names = kernels_run(lambda: torch.ops.treduce.sum(xc, dims))
     assert any(map(is_small_kernel, names)) == eligible, names
 
@@ -884,7 +876,7 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, monkeypatch):
     ],
     ids=str,
 )
-def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
+def test_cuda_large_sums_in_chunks(dtype, shape, chunked, force_launch):
     """Full sums and rows take canon_small_kernel in chunks by default where launch.cuh's
     chunks_auto says so (chunks_default here; the float32 2^28 + 5 sum merges 16385 chunk
     nodes, 128 per merging thread), of the leaves per thread that chunk_per says (aligned
@@ -951,7 +943,7 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
         "cluster=1",
         "threads=256,cluster=1",
     ):
-        monkeypatch.setenv("TREDUCE_CANON_LAUNCH", f"small=1,{spec}")
+        force_launch(f"small=1,{spec}")
         force = dict(kv.split("=") for kv in spec.split(","))
         per = min(int(force["per"]), most) if "per" in force else chunk_per_default(dtype, m, k)
         forced_cluster = bool(int(force["cluster"])) if "cluster" in force else None
@@ -979,7 +971,7 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked, monkeypatch):
     ids=str,
 )
 @pytest.mark.parametrize("m,k", [(1, (1 << 22) + 77), (16, 131072 + 64)], ids=["full", "rows"])
-def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
+def test_cuda_misaligned_chunks(dtype, m, k, force_launch):
     """Chunks of views that start off a 16-byte boundary, x[s:s + n] for s = 0..7 (rows whose
     kept stride is a whole number of vectors keep the base's shift): canon_small_kernel<...,
     kUnaligned = true> folds them (fold_small_unaligned: 16-bit leaves shifted, float32 and
@@ -1010,7 +1002,7 @@ def test_cuda_misaligned_chunks(dtype, m, k, monkeypatch):
             "small=1,per=1",
             "small=1,per=2",
         ):
-            set_launch(monkeypatch, spec)
+            force_launch(spec)
             if s < 3:
                 expect = eligible and (spec is not None or chunked_default(dtype, m, k, sms, al))
                 names = kernels_run(lambda: torch.ops.treduce.sum(vc, dims))
@@ -1063,7 +1055,7 @@ COLUMN_STAGING_CASES = [
 @pytest.mark.parametrize(
     "shape,dims,staged", COLUMN_STAGING_CASES, ids=[case_id(c) for c in COLUMN_STAGING_CASES]
 )
-def test_cuda_column_staging_bits(shape, dims, staged, dtype, monkeypatch):
+def test_cuda_column_staging_bits(shape, dims, staged, dtype, force_launch):
     """The staged column folds (fold_leaf_staged with kCols = C: element e of a staged vector to
     output e % C) make the same nodes as the per-output folds: bits equal the CPU's by default,
     under forced shapes (which keep C outputs per thread) and from misaligned starts (one
@@ -1083,10 +1075,10 @@ def test_cuda_column_staging_bits(shape, dims, staged, dtype, monkeypatch):
     assert_bits(torch.ops.treduce.sum(xc, dims), want, "default")
     assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean default")
     for spec in ("y=256,splits=1", "y=32,splits=3", "y=8,splits=64,rounds=1", "y=1,splits=2"):
-        monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+        force_launch(spec)
         assert_bits(torch.ops.treduce.sum(xc, dims), want, spec)
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean " + spec)
-    monkeypatch.delenv("TREDUCE_CANON_LAUNCH")
+    force_launch(None)
     for k in (1, 2):  # misaligned starts: 4 or 8 bytes (float32), 2 or 4 (16-bit) past 16
         v = base[k : k + n].reshape(shape)
         vc = base.cuda()[k : k + n].reshape(shape)
@@ -1105,7 +1097,7 @@ COLUMN_FOLD_CASES = [
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("name,view,dims", COLUMN_FOLD_CASES, ids=[c[0] for c in COLUMN_FOLD_CASES])
-def test_cuda_column_fold_batches(name, view, dims, dtype, monkeypatch):
+def test_cuda_column_fold_batches(name, view, dims, dtype, force_launch):
     """The column fold's batches (sixteen loads in flight along one reduced dim, eight through
     the Walker, single loads for a leaf's last elements) fold each leaf in order: bits equal
     the CPU's by default and under forced shapes, and the column kernel (four outputs per
@@ -1120,12 +1112,12 @@ def test_cuda_column_fold_batches(name, view, dims, dtype, monkeypatch):
     assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{name} default")
     assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"{name} mean default")
     for spec in ("y=1,splits=1", "y=8,splits=3", "y=64,splits=2,rounds=1"):
-        monkeypatch.setenv("TREDUCE_CANON_LAUNCH", spec)
+        force_launch(spec)
         assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{name} {spec}")
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"{name} mean {spec}")
 
 
-def test_cuda_column_tiles_split_for_whole_waves(monkeypatch):
+def test_cuda_column_tiles_split_for_whole_waves(force_launch):
     """Columns with a wave or more of tiles: the planner cuts each tile's rounds into one-round
     splits where those fill the waves better (launch.cuh). (32, 2048, 1024) over
     dim 1 with 16 output lanes: 512 tiles of 2 rounds, on an H200 (396 resident blocks of the
@@ -1136,7 +1128,7 @@ def test_cuda_column_tiles_split_for_whole_waves(monkeypatch):
     want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
     xc = x.cuda()
     assert_bits(torch.ops.treduce.sum(xc, dims), want, "default")
-    monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "y=16")
+    force_launch("y=16")
     assert_bits(torch.ops.treduce.sum(xc, dims), want, "y=16")
     assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, "mean y=16")
     grids = [
@@ -1161,7 +1153,7 @@ NCHW_LANES = [
 
 
 @pytest.mark.parametrize("shape,dtype,grid", NCHW_LANES, ids=str)
-def test_cuda_nchw_statistics_take_output_lanes_for_whole_waves(shape, dtype, grid, monkeypatch):
+def test_cuda_nchw_statistics_take_output_lanes_for_whole_waves(shape, dtype, grid, force_launch):
     """NCHW statistics whose outputs are one to two waves of few-round blocks: the planner takes
     the output lanes of least makespan (in whole waves) where they save a quarter of one lane's
     (launch.cuh). (32, 512, 28, 28) over (0, 2, 3): 512 outputs of 392 leaves,
@@ -1175,10 +1167,10 @@ def test_cuda_nchw_statistics_take_output_lanes_for_whole_waves(shape, dtype, gr
     want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
     xc = x.cuda()
     for spec in (None, "y=256", "y=8"):
-        set_launch(monkeypatch, spec)
+        force_launch(spec)
         assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{spec}")
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
-    set_launch(monkeypatch, None)
+    force_launch(None)
     grids = [
         g
         for m, g, _ in kernel_launches(lambda: torch.ops.treduce.sum(xc, dims))
@@ -1191,7 +1183,7 @@ def test_cuda_nchw_statistics_take_output_lanes_for_whole_waves(shape, dtype, gr
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("shape", [(128, 256, 7, 7), (32, 1024, 14, 14), (256, 160, 5, 5)], ids=str)
-def test_cuda_short_runs_take_32_output_lanes(shape, dtype, monkeypatch):
+def test_cuda_short_runs_take_32_output_lanes(shape, dtype, force_launch):
     """NCHW statistics whose H x W runs are shorter than 1 KB, with leaves enough for fewer than 8
     output lanes: the planner takes 32, so that a block's leaves at one reduced position are 32
     neighbouring channels' runs, one stretch of memory (launch.cuh): ceil(C /
@@ -1202,10 +1194,10 @@ def test_cuda_short_runs_take_32_output_lanes(shape, dtype, monkeypatch):
     want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
     xc = x.cuda()
     for spec in (None, "y=256"):
-        set_launch(monkeypatch, spec)
+        force_launch(spec)
         assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{spec}")
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
-    set_launch(monkeypatch, None)
+    force_launch(None)
     launches = [
         (g, b)
         for m, g, b in kernel_launches(lambda: torch.ops.treduce.sum(xc, dims))
@@ -1229,7 +1221,7 @@ def test_cuda_short_runs_take_32_output_lanes(shape, dtype, monkeypatch):
     ],
     ids=str,
 )
-def test_cuda_leaves_across_two_runs(shape, dtype, monkeypatch):
+def test_cuda_leaves_across_two_runs(shape, dtype, force_launch):
     """Statistics over (0, 2, 3) whose H x W is not a multiple of 64: a whole leaf that crosses
     from one run into the next is two pieces, loaded in one batch where both are whole aligned
     vectors (canon.cuh's fold_leaf_two_runs: H x W = 784 for every dtype, 196 and 720 for
@@ -1243,7 +1235,7 @@ def test_cuda_leaves_across_two_runs(shape, dtype, monkeypatch):
     want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)  # CPU
     xc = x.cuda()
     for spec in (None, "y=256", "y=32", "y=8", "y=256,lat=1", "y=8,splits=4"):
-        set_launch(monkeypatch, spec)
+        force_launch(spec)
         assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{spec}")
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
 
@@ -1266,7 +1258,7 @@ def test_cuda_leaves_across_two_runs(shape, dtype, monkeypatch):
     ],
     ids=str,
 )
-def test_cuda_leaves_over_short_runs(shape, dims, dtype, monkeypatch):
+def test_cuda_leaves_over_short_runs(shape, dims, dtype, force_launch):
     """Reductions over an outer dim and an innermost run shorter than a leaf (NCHW statistics
     with H x W < 64): every whole leaf spans two or more runs, and a warp's 32 whole leaves are
     staged together (canon.cuh's fold_leaves_staged_short_runs: one or two runs per load
@@ -1293,43 +1285,19 @@ def test_cuda_leaves_over_short_runs(shape, dims, dtype, monkeypatch):
         "y=8,splits=4",
         "y=256,lat=1",
     ):
-        set_launch(monkeypatch, spec)
+        force_launch(spec)
         assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{spec}")
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
 
 
-def test_launch_override_is_validated(monkeypatch):
-    x = torch.randn(1000, device="cuda")
-    for bad in (
-        "y=3",
-        "y=512",
-        "splits=0",
-        "rounds=3",
-        "per=3",
-        "lat=2",
-        "small=2",
-        "grid=4",
-        "threads=32",
-        "threads=96",
-        "loop=0",
-        "loop=65",
-        "cluster=2",
-        "whole=2",
-        "fast",
-    ):
-        monkeypatch.setenv("TREDUCE_CANON_LAUNCH", bad)
-        with pytest.raises(RuntimeError, match="TREDUCE_CANON_LAUNCH"):
-            torch.ops.treduce.sum(x)
-
-
-def test_plain_mode_is_the_plain_kernel(monkeypatch):
-    """TREDUCE_CANON_LAUNCH=plain (the bench's baseline) runs the plain kernels: on data where
+def test_plain_mode_is_the_plain_kernel(force_launch):
+    """force_launch("plain") (the bench's baseline) runs the plain kernels: on data where
     the order matters it gives other bits than the canonical sum; on ordinary data a value
     within float32 rounding of it."""
     x = cancel_data(1 << 20, seed=4).cuda()
     y = torch.randn(1 << 20, device="cuda")
     canon, canon_y = torch.ops.treduce.sum(x), torch.ops.treduce.sum(y)
-    monkeypatch.setenv("TREDUCE_CANON_LAUNCH", "plain")
+    force_launch("plain")
     assert not torch.equal(bits(torch.ops.treduce.sum(x)), bits(canon))
     plain_y = torch.ops.treduce.sum(y)
     assert abs(plain_y.item() - canon_y.item()) <= 1e-5 * y.abs().sum().item()
@@ -1505,7 +1473,7 @@ def float16_run_data(n, k, seed):
     ],
     ids=str,
 )
-def test_cuda_float16_runs_sum_exactly_in_any_order(shape, dims, spec, monkeypatch):
+def test_cuda_float16_runs_sum_exactly_in_any_order(shape, dims, spec, force_launch):
     """float16 sums fold each warp's whole aligned run in any order, straight from global
     memory (canon.cuh's fold_run_any_order): every sum of at most 2^13 float16
     values is exact in double, and the tree above a warp is unchanged. With data whose runs
@@ -1515,7 +1483,7 @@ def test_cuda_float16_runs_sum_exactly_in_any_order(shape, dims, spec, monkeypat
     k = shape[-1] if dims else math.prod(shape)
     x = float16_run_data(math.prod(shape), k, seed=sum(shape)).reshape(shape)
     xc = x.cuda()
-    set_launch(monkeypatch, spec)
+    force_launch(spec)
     for out in (torch.float32, None, torch.float64):
         assert_bits(
             torch.ops.treduce.sum(xc, dims, dtype=out),

@@ -231,6 +231,7 @@ def timing(ext, lib, quick: bool) -> list[dict]:
     from triton.testing import do_bench
 
     import torch_reduce
+    from torch_reduce._testing import forced_launch
 
     def med(fn):
         return do_bench(fn, warmup=25, rep=100, return_mode="median")
@@ -255,11 +256,8 @@ def timing(ext, lib, quick: bool) -> list[dict]:
         t_variant = {v: med(lambda v=v: ours(v=v)) for v in VARIANTS}
         t_exact = t_variant[TUNED]
         t_canon = med(canon)
-        os.environ["TREDUCE_CANON_LAUNCH"] = "plain"
-        try:
+        with forced_launch("plain"):
             t_plain = med(canon)
-        finally:
-            del os.environ["TREDUCE_CANON_LAUNCH"]
         t_torch = med(peer)
         nbytes = x.numel() * x.element_size()
         tag = "" if dtype != torch.float32 else "f32 "

@@ -5,7 +5,7 @@
 // over leaf index (a binary-counter cascade inside chunks of kChunk elements, then a pairwise
 // tree over the chunks, which is the same tree). Floating sums and means fold each leaf in order
 // (in double, WideSumOp; float64 in compensated pairs, CompSumOp), and floating products too
-// (CanonProdOp): the canonical order of docs/numerics-design.md, whose bits depend only on the
+// (CanonProdOp): the canonical order of docs/numerics.md, whose bits depend only on the
 // values in logical order and K, never on the thread count or the layout. The other ops (exact
 // in any order) fold a leaf with eight interleaved accumulators, which vectorises; max/min of
 // float32/float64 do it with SSE2 lanes (the compiler leaves their NaN-aware select scalar: 25x

@@ -12,7 +12,8 @@
 #include <c10/util/Float8_e5m2.h>
 
 #include "../plan.h"
-#include "kernels/launch.cuh"
+#include "kernels/plan_plain.cuh"
+#include "kernels/run_canon.cuh"
 
 namespace treduce {
 
@@ -80,8 +81,8 @@ void run_cuda(const Plan& plan, at::Tensor& out) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// The forced configuration of the canonical kernels, from the environment variable
-// TREDUCE_CANON_LAUNCH (read at every call; tests use it):
+// The forced configuration of the canonical kernels, set by the private op
+// treduce::_force_launch(spec) (tests and the bench; reduce_cuda.cu), "" for the default plan:
 // "y=Y,per=P,splits=S,rounds=R,lat=L,small=T" forces Y leaf lanes per block, P adjacent leaves
 // per thread and round, S blocks per output tile, R rounds per split (each optional; a split is
 // a node of the tree that one block computes), the latency kernel off (L = 0) or wherever the
@@ -93,14 +94,15 @@ void run_cuda(const Plan& plan, at::Tensor& out) {
 // output through canon_small_kernel's instantiation without the chunks' merge (W = 1) or with
 // it (W = 0);
 // "plain" sends floating sums and means to the plain kernels (float accumulators) instead (the
-// bench's baseline). See reduce_cuda.cu.
+// bench's baseline). canon_mode() is the default plan unless a configuration is forced: one
+// atomic load per call.
 struct CanonMode {
   bool plain = false;
   CanonOverride force{};
 };
 CanonMode canon_mode();
 
-// Floating sums and means in the canonical order (canon.cuh): the same steps as run_cuda.
+// Floating sums and means in the canonical order (canon_config.cuh): the same steps as run_cuda.
 template <class Op, class in_at, class out_at>
 void run_canon(const Plan& plan, at::Tensor& out, const CanonOverride& force) {
   using in_t = typename cuda_type<in_at>::type;

@@ -1,6 +1,6 @@
 // The mean kernels: the sum's pairs with a floating-point result (the plan rejects integer results
 // and converts other inputs first), float8 inputs included. The canonical sum divided by K in
-// double and rounded once (CanonMeanOp, as on the CPU); TREDUCE_CANON_LAUNCH=plain gives
+// double and rounded once (CanonMeanOp, as on the CPU); _force_launch("plain") gives
 // the plain kernels with torch's scale factor (ScaledMeanOp) instead.
 #include <type_traits>
 

@@ -5,8 +5,9 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
-#include <cstdlib>
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -70,11 +71,12 @@ unsigned* counter_pool(const at::Tensor& like, cudaStream_t stream) {
   return it->second;
 }
 
-CanonMode canon_mode() {
+namespace {
+
+// Parses a forced configuration (binding.cuh: CanonMode); "" is the default plan.
+CanonMode parse_canon_mode(const std::string& spec) {
   CanonMode m;
-  const char* env = std::getenv("TREDUCE_CANON_LAUNCH");
-  if (env == nullptr || *env == '\0') return m;
-  const std::string spec(env);
+  if (spec.empty()) return m;
   if (spec == "plain") {
     m.plain = true;
     return m;
@@ -89,52 +91,52 @@ CanonMode canon_mode() {
         eq == std::string::npos ? -1 : std::strtol(item.c_str() + eq + 1, nullptr, 10);
     if (key == "y") {
       TORCH_CHECK(value >= 1 && value <= kCanonThreads && (value & (value - 1)) == 0,
-                  "TREDUCE_CANON_LAUNCH: y must be a power of two from 1 to ", kCanonThreads,
+                  "treduce._force_launch: y must be a power of two from 1 to ", kCanonThreads,
                   " (got '", item, "')");
       m.force.y = static_cast<int>(value);
     } else if (key == "rounds") {
       TORCH_CHECK(value >= 1 && value <= (1 << 20) && (value & (value - 1)) == 0,
-                  "TREDUCE_CANON_LAUNCH: rounds must be a power of two from 1 to 2^20 (got '", item,
-                  "')");
+                  "treduce._force_launch: rounds must be a power of two from 1 to 2^20 (got '",
+                  item, "')");
       m.force.rounds = static_cast<int>(value);
     } else if (key == "per") {
-      TORCH_CHECK(value == 1 || value == 2, "TREDUCE_CANON_LAUNCH: per must be 1 or 2 (got '", item,
-                  "')");
+      TORCH_CHECK(value == 1 || value == 2, "treduce._force_launch: per must be 1 or 2 (got '",
+                  item, "')");
       m.force.per = static_cast<int>(value);
     } else if (key == "lat") {
-      TORCH_CHECK(value == 0 || value == 1, "TREDUCE_CANON_LAUNCH: lat must be 0 or 1 (got '", item,
-                  "')");
+      TORCH_CHECK(value == 0 || value == 1, "treduce._force_launch: lat must be 0 or 1 (got '",
+                  item, "')");
       m.force.lat = static_cast<int>(value);
     } else if (key == "small") {
-      TORCH_CHECK(value == 0 || value == 1, "TREDUCE_CANON_LAUNCH: small must be 0 or 1 (got '",
+      TORCH_CHECK(value == 0 || value == 1, "treduce._force_launch: small must be 0 or 1 (got '",
                   item, "')");
       m.force.small = static_cast<int>(value);
     } else if (key == "threads") {
       TORCH_CHECK(value == 64 || value == 128 || value == 256,
-                  "TREDUCE_CANON_LAUNCH: threads must be 64, 128 or 256 (got '", item, "')");
+                  "treduce._force_launch: threads must be 64, 128 or 256 (got '", item, "')");
       m.force.threads = static_cast<int>(value);
     } else if (key == "loop") {
       TORCH_CHECK(value >= 1 && value <= 64,
-                  "TREDUCE_CANON_LAUNCH: loop must be from 1 to 64 (got '", item, "')");
+                  "treduce._force_launch: loop must be from 1 to 64 (got '", item, "')");
       m.force.loop = static_cast<int>(value);
     } else if (key == "cluster") {
-      TORCH_CHECK(value == 0 || value == 1, "TREDUCE_CANON_LAUNCH: cluster must be 0 or 1 (got '",
+      TORCH_CHECK(value == 0 || value == 1, "treduce._force_launch: cluster must be 0 or 1 (got '",
                   item, "')");
       m.force.cluster = static_cast<int>(value);
     } else if (key == "whole") {
-      TORCH_CHECK(value == 0 || value == 1, "TREDUCE_CANON_LAUNCH: whole must be 0 or 1 (got '",
+      TORCH_CHECK(value == 0 || value == 1, "treduce._force_launch: whole must be 0 or 1 (got '",
                   item, "')");
       m.force.whole = static_cast<int>(value);
     } else if (key == "splits") {
       TORCH_CHECK(value >= 1 && value <= 65535,
-                  "TREDUCE_CANON_LAUNCH: splits must be from 1 "
+                  "treduce._force_launch: splits must be from 1 "
                   "to 65535 (got '",
                   item, "')");
       m.force.splits = static_cast<int>(value);
     } else {
       TORCH_CHECK(
           false,
-          "TREDUCE_CANON_LAUNCH: expected 'plain' or "
+          "treduce._force_launch: expected 'plain' or "
           "'y=Y,per=P,splits=S,rounds=R,lat=L,small=T,threads=N,loop=C,cluster=U,whole=W', got '",
           spec, "'");
     }
@@ -142,6 +144,30 @@ CanonMode canon_mode() {
   }
   return m;
 }
+
+std::mutex forced_mutex;
+CanonMode forced_mode;                // guarded by forced_mutex
+std::atomic<bool> any_forced{false};  // forced_mode differs from the default plan
+
+// treduce::_force_launch(spec): forces (or with "" releases) the canonical kernels' launch
+// configuration for every later call in this process. For tests and the bench only; a spec
+// that does not parse raises and leaves the current one in place.
+void force_launch(const std::string& spec) {
+  const CanonMode m = parse_canon_mode(spec);
+  const std::lock_guard<std::mutex> lock(forced_mutex);
+  forced_mode = m;
+  any_forced.store(!spec.empty(), std::memory_order_release);
+}
+
+}  // namespace
+
+CanonMode canon_mode() {
+  if (!any_forced.load(std::memory_order_acquire)) return CanonMode{};  // the production path
+  const std::lock_guard<std::mutex> lock(forced_mutex);
+  return forced_mode;
+}
+
+TORCH_LIBRARY_FRAGMENT(treduce, m) { m.def("_force_launch(str spec) -> ()", &force_launch); }
 
 namespace {
 
@@ -170,7 +196,7 @@ void cuda_launch(const Plan& plan, at::Tensor& out) {
 // A device guard for the input's device around everything (plan, allocation, counters, launch),
 // then the shared entry for each schema form of plan.h.
 // Floating sums, means and products keep the reduced dims in logical order: the canonical order
-// (canon.cuh).
+// (canon_config.cuh).
 template <OpKind K>
 at::Tensor with_dtype(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                       std::optional<at::ScalarType> dtype) {

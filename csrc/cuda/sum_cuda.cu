@@ -1,7 +1,7 @@
 // The sum kernels: one instantiation per (input, output) pair of dispatch.h, float8 inputs
-// included. Floating results follow the canonical order (canon.cuh); integer results are exact
-// in any order (int64 with wrap-around) and use the plain kernels, as do floating results when
-// TREDUCE_CANON_LAUNCH=plain asks for the plain float32-accumulator baseline.
+// included. Floating results follow the canonical order (canon_config.cuh); integer results are
+// exact in any order (int64 with wrap-around) and use the plain kernels, as do floating results
+// when treduce._force_launch("plain") asks for the plain float32-accumulator baseline.
 #include <type_traits>
 
 #include "../dispatch.h"

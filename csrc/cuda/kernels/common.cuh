@@ -117,7 +117,7 @@ struct alignas(sizeof(T) * N) Vec {
 // (Geometry::evict_first, set by launch_geometry), so that the streamed input leaves L2 before
 // the lines that earlier kernels left there, dirty ones included, whose write-back otherwise
 // competes with the reads; else evict_unchanged, which measured the same as a plain load
-// (evict_normal measured 12% slower on 1 GB: NOTES step 49). Made next to each batch of loads
+// (evict_normal measured 12% slower on 1 GB). Made next to each batch of loads
 // (volatile: not hoisted out of the loop), so that it holds no register across the loop. T is
 // the loaded type: for loads of fewer than 16 bytes, which load_in reads plain, it makes nothing.
 template <class T>
@@ -469,7 +469,7 @@ __device__ __forceinline__ void cluster_store_async(T* dst, const T& x, uint64_t
 // one acquire-release atomic at GPU scope: the barrier before it orders every thread's stores
 // before its release, and the barrier after it orders its acquire (of the other blocks' released
 // stores) before the last block's reads. A __threadfence() in every thread before the barrier
-// and again in the last block measured 0.15-0.45 µs slower per launch (NOTES step 64).
+// and again in the last block measured 0.15-0.45 µs slower per launch.
 __device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned expected, unsigned n = 1) {
   __shared__ bool last;
   __syncthreads();

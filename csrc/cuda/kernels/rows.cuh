@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(kRowsBlock, 4)
 //   stride is a multiple of the warp), each of which folds its vector in order; the perfect tree
 //   over the R lanes (shuffles, lower lanes first) leaves the row on its first lane, which
 //   stores it. bfloat16 amax rows of 16 went through rows_kernel one thread per row, two loads
-//   in flight: 65% of the read stream (NOTES step 74). The loops are warp-uniform (the
+//   in flight: 65% of the read stream. The loops are warp-uniform (the
 //   shuffles need every lane); a lane past the end re-reads the last vector and stores nothing.
 template <class Op, class in_t, class out_t, int kK>
 __global__ void __launch_bounds__(kRowsBlock)
