@@ -2,9 +2,10 @@
 // random geometries, so that a refactoring of plan_canon can be checked without a GPU: build it
 // against the tree before and after the change and diff the outputs (tools/plan_dump.sh).
 //
-// The CUDA runtime's occupancy and cluster queries are replaced by fixed answers (argv), so the
-// output is a function of the planner's code alone: run it for several answers to reach the
-// routes that depend on them. Overrides (the tests' forced launches) are drawn too.
+// The CUDA runtime's occupancy and cluster queries are replaced by fixed answers (argv;
+// plan_dump_stubs.cpp), so the output is a function of the planner's code alone: run it for
+// several answers to reach the routes that depend on them. Overrides (the tests' forced
+// launches) are drawn too.
 //
 //   plan_dump <seed> <cases> <blocks per SM> <largest cluster>
 #include <cuda_runtime.h>
@@ -18,30 +19,10 @@
 #include TREDUCE_PLAN_HEADER
 #include TREDUCE_OPS_HEADER
 
-namespace {
-int g_blocks_per_sm = 3;
-int g_max_cluster = 16;
-}  // namespace
-
-// The runtime queries the planner makes, answered without a device (the executable's
-// definitions take precedence over the shared cudart's).
-extern "C" {
-cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const void*, int, size_t) {
-  *n = g_blocks_per_sm;
-  return cudaSuccess;
-}
-cudaError_t cudaOccupancyMaxActiveClusters(int* n, const void*, const cudaLaunchConfig_t* cfg) {
-  const unsigned size = cfg->attrs[0].val.clusterDim.x * cfg->attrs[0].val.clusterDim.y;
-  *n = size <= unsigned(g_max_cluster) ? 1 : 0;
-  return cudaSuccess;
-}
-cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute, int) { return cudaSuccess; }
-cudaError_t cudaGetLastError() { return cudaSuccess; }
-cudaError_t cudaGetDevice(int* d) {
-  *d = 0;
-  return cudaSuccess;
-}
-}
+// The runtime's answers, set from argv; plan_dump_stubs.cpp answers the planner's queries with
+// them.
+extern "C" int plan_dump_blocks_per_sm;
+extern "C" int plan_dump_max_cluster;
 
 namespace {
 using treduce::CanonLaunch;
@@ -179,7 +160,7 @@ template <class Op, class in_t, class out_t>
 void run(const char* type, int64_t i, const Geometry& g, const CanonOverride& ov, int sms) {
   const uintptr_t base = 0x10000000 + uintptr_t(pick(0, 3) == 0 ? pick(1, 7) : 0) * sizeof(in_t);
   const in_t* in = reinterpret_cast<const in_t*>(base);
-  const CanonLaunch lc = treduce::plan_canon<Op, in_t, out_t>(g, in, sms, ov, g_max_cluster > 1);
+  const CanonLaunch lc = treduce::plan_canon<Op, in_t, out_t>(g, in, sms, ov, plan_dump_max_cluster > 1);
   print(type, i, g, base, ov, lc);
 }
 }  // namespace
@@ -191,8 +172,8 @@ int main(int argc, char** argv) {
   }
   rng.seed(std::strtoull(argv[1], nullptr, 10));
   const int64_t cases = std::strtoll(argv[2], nullptr, 10);
-  g_blocks_per_sm = std::atoi(argv[3]);
-  g_max_cluster = std::atoi(argv[4]);
+  plan_dump_blocks_per_sm = std::atoi(argv[3]);
+  plan_dump_max_cluster = std::atoi(argv[4]);
   const int sms = 132;
   for (int64_t i = 0; i < cases; ++i) {
     const Geometry g = draw_geometry();

@@ -7,6 +7,7 @@
 #include "canon_kernel.cuh"
 #include "canon_small.cuh"
 #include "plan_plain.cuh"
+#include "tuning.cuh"
 
 namespace treduce {
 
@@ -146,18 +147,11 @@ template <class in_t>
 bool chunks_auto(int64_t M, int64_t chunks, int sm_count) {
   constexpr bool measured = sizeof(in_t) == 4 || sizeof(in_t) == 2;
   const int64_t total = M * chunks;
-  if (total >= 16 * int64_t(sm_count)) return true;
+  if (total >= tuning::kChunksPerSm * sm_count) return true;
   if (!measured) return false;
-  if (M == 1) return total >= 32;
-  return 2 * M <= sm_count && total >= 128;
+  if (M == 1) return total >= tuning::kChunksFullSum;
+  return 2 * M <= sm_count && total >= tuning::kChunksRows;
 }
-
-// Chunks of one leaf per thread that an aligned 16-bit output must have for chunk_loop's four per
-// block; chunk_per gives such outputs one leaf per thread. Where there are more than 8192 such
-// chunks in all, kChunkLoopFourRow per output are enough.
-constexpr int64_t kChunkLoopFour = 8192;
-
-constexpr int64_t kChunkLoopFourRow = 8;
 
 // Inputs whose aligned chunks of one leaf per thread may run several per block
 // (canon_small_loop_kernel is instantiated for these only).
@@ -189,7 +183,10 @@ int chunk_per(int64_t M, int64_t K, bool aligned, const CanonOverride& ov) {
   if (most == 1 || (!aligned && sizeof(in_t) != 2)) return most;  // (misaligned 8-bit: two)
   if (ov.small > 0 && ov.per > 0) return std::min(ov.per, most);
   const int64_t chunks = ceil_div(K, int64_t(kCanonThreads) * kCanonLeaf);  // of one leaf each
-  return sizeof(in_t) == 2 && (M * chunks <= 8192 || chunks >= kChunkLoopFourRow) ? 1 : most;
+  return sizeof(in_t) == 2 &&
+                 (M * chunks <= tuning::kChunkOneLeafMost || chunks >= tuning::kChunkLoopFourRow)
+             ? 1
+             : most;
 }
 
 // Threads per block of canon_small_kernel's chunks (each chunk threads x per leaves, a node of
@@ -205,9 +202,10 @@ int chunk_threads(int64_t M, int64_t K, int per, int sm_count, const CanonOverri
   if (ov.small > 0 && ov.threads > 0) return ov.threads;
   const auto chunks = [&](int t) { return M * ceil_div(K, int64_t(t) * kCanonLeaf * per); };
   int t = kCanonThreads;
-  if (sizeof(in_t) == 4 && chunks(t / 2) <= 2048) t /= 2;
-  while (t > 64 && int64_t(t / 2) * kCanonLeaf * per * int64_t(sizeof(in_t)) >= 16384 &&
-         chunks(t / 2) <= 2 * int64_t(sm_count))
+  if (sizeof(in_t) == 4 && chunks(t / 2) <= tuning::kChunkHalfF32Most) t /= 2;
+  while (t > 64 &&
+         int64_t(t / 2) * kCanonLeaf * per * int64_t(sizeof(in_t)) >= tuning::kChunkMinBytes &&
+         chunks(t / 2) <= tuning::kChunkHalvePerSm * sm_count)
     t /= 2;
   return t;
 }
@@ -239,9 +237,12 @@ int chunk_loop(int64_t M, int64_t chunks, bool aligned, int per, int sm_count,
                const CanonOverride& ov) {
   if (!chunks_loop<in_t>() || (!aligned && sizeof(in_t) != 2) || per != 1) return 1;
   if (ov.small > 0 && ov.loop > 0) return ov.loop;
-  if (sizeof(in_t) == 4) return chunks >= 2048 ? 2 : 1;
-  if (chunks >= kChunkLoopFour || M * chunks > 8192) return 4;
-  return M * chunks >= 6 * int64_t(sm_count) && M * chunks <= 16 * int64_t(sm_count) ? 2 : 1;
+  if (sizeof(in_t) == 4) return chunks >= tuning::kChunkLoopTwoF32 ? 2 : 1;
+  if (chunks >= tuning::kChunkLoopFour || M * chunks > tuning::kChunkLoopFour) return 4;
+  return M * chunks >= tuning::kChunkLoopTwoPerSmLo * sm_count &&
+                 M * chunks <= tuning::kChunkLoopTwoPerSmHi * sm_count
+             ? 2
+             : 1;
 }
 
 // Whether an output's chunks are the blocks of one thread-block cluster, which merges their
