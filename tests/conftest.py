@@ -215,3 +215,23 @@ def data_sets(n: int, seed: int = 0) -> dict[str, torch.Tensor]:
         "D3 0.1": torch.full((n,), 0.1),
         "D4 2^U(-20,20)": sign * torch.exp2(torch.empty(n).uniform_(-20, 20, generator=g)),
     }
+
+
+def wide_data(n, seed):
+    """Values over 2^-40 .. 2^40 with random signs."""
+    g = torch.Generator().manual_seed(seed)
+    sign = torch.randint(0, 2, (n,), generator=g).float() * 2 - 1
+    return sign * torch.exp2(torch.empty(n).uniform_(-40, 40, generator=g))
+
+
+def cancel_data(n, seed):
+    """Pairs of values up to 2^60 that cancel (in shuffled order), plus noise of size 1: the
+    true sum is small, the running sums are huge and round in float64 too, so a different
+    summation order gives different bits (test_the_reference_pins_the_order)."""
+    g = torch.Generator().manual_seed(seed)
+    h = n // 2
+    sign = torch.randint(0, 2, (h,), generator=g).float() * 2 - 1
+    big = sign * torch.exp2(torch.empty(h).uniform_(0, 60, generator=g))
+    perm = torch.randperm(h, generator=g)
+    x = torch.cat([big, -big[perm], torch.randn(n - 2 * h, generator=g)])
+    return x[torch.randperm(n, generator=g)] + torch.randn(n, generator=g)

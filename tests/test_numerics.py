@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import data_sets
+from conftest import cancel_data, data_sets, wide_data
 
 LEAF = 64
 
@@ -42,26 +42,6 @@ def canonical_sum(values, leaf=LEAF):
 
 def f32_bits(t):
     return np.asarray(t, dtype=np.float32).view(np.uint32)
-
-
-def wide_data(n, seed):
-    """Values over 2^-40 .. 2^40 with random signs."""
-    g = torch.Generator().manual_seed(seed)
-    sign = torch.randint(0, 2, (n,), generator=g).float() * 2 - 1
-    return sign * torch.exp2(torch.empty(n).uniform_(-40, 40, generator=g))
-
-
-def cancel_data(n, seed):
-    """Pairs of values up to 2^60 that cancel (in shuffled order), plus noise of size 1: the
-    true sum is small, the running sums are huge and round in float64 too, so a different
-    summation order gives different bits (test_the_reference_pins_the_order)."""
-    g = torch.Generator().manual_seed(seed)
-    h = n // 2
-    sign = torch.randint(0, 2, (h,), generator=g).float() * 2 - 1
-    big = sign * torch.exp2(torch.empty(h).uniform_(0, 60, generator=g))
-    perm = torch.randperm(h, generator=g)
-    x = torch.cat([big, -big[perm], torch.randn(n - 2 * h, generator=g)])
-    return x[torch.randperm(n, generator=g)] + torch.randn(n, generator=g)
 
 
 @pytest.mark.parametrize("n", [1, 2, 63, 64, 65, 127, 1000, 16384, 16385, 100003, 262147])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_numerics import cancel_data, wide_data
+from conftest import cancel_data, wide_data
 
 pytestmark = pytest.mark.cuda
 
