@@ -175,3 +175,54 @@ def test_special_values():
     assert s(torch.tensor([-3e38, -3e38, 1.0])).item() == -inf
     zero = s(torch.tensor([-0.0, -0.0]))
     assert zero.item() == 0.0 and not torch.signbit(zero)  # one rule: a zero sum is +0
+
+
+def leaves_with_spread(batches, spread, seed, mantissa=23):
+    """Batches of eight leaves: one holds 28 large values (exponent 20), then 8 small ones
+    `spread` binades lower whose exact sum is one unit of theirs, then the 28 large ones negated;
+    the other seven are zeros. The exact sum is that unit, so a fold that rounds the small values
+    against the large partial sum (the in-order fold, once the range passes 53 bits) shows in the
+    float32 result, and so would a fold in another order where the in-order one rounds."""
+    g = np.random.default_rng(seed)
+    unit = 2.0 ** (20 - spread - mantissa)
+    out = []
+    for _ in range(batches):
+        big = g.integers(1 << mantissa, 1 << (mantissa + 1), 28) * 2.0 ** (20 - mantissa)
+        m = g.integers(1 << mantissa, 1 << (mantissa + 1), 4).astype(np.float64)
+        small = np.concatenate([m, -m[:3], [-(m[3] - 1)]]) * unit
+        leaf = np.concatenate([big, small, -big])
+        out.append(np.concatenate([leaf, np.zeros(7 * 64)]))
+    return np.concatenate(out)
+
+
+@pytest.mark.parametrize("spread", [0, 12, 22, 23, 24, 25, 26, 31])
+def test_leaves_summed_in_any_order_only_where_that_is_exact(spread):
+    """The CPU sums float32 leaves lane-parallel where every order gives the exact sum (exponent
+    range <= 23) and in order elsewhere: bits equal to the in-order reference on both sides."""
+    for seed in range(8):
+        x = leaves_with_spread(1, spread, seed=spread * 100 + seed).astype(np.float32)
+        ours = torch.ops.treduce.sum(torch.from_numpy(x))
+        assert f32_bits(ours.numpy()) == f32_bits(canonical_sum(x)), seed
+        if spread <= 23:  # inside the bound the in-order double sum is the exact sum
+            assert canonical_sum(x) == np.float32(2.0 ** (20 - spread - 23))
+
+
+@pytest.mark.parametrize("spread", [0, 30, 39, 40, 41, 42, 47])
+def test_bfloat16_leaves_in_any_order_only_where_that_is_exact(spread):
+    for seed in range(8):
+        x = torch.from_numpy(leaves_with_spread(1, spread, seed=seed, mantissa=7)).bfloat16()
+        ours = torch.ops.treduce.sum(x, dtype=torch.float32)
+        assert f32_bits(ours.numpy()) == f32_bits(canonical_sum(x.float().numpy())), seed
+
+
+def test_leaves_with_infinities_and_nan_keep_the_in_order_result():
+    x = torch.randn(64 * 16)
+    x[70] = float("inf")
+    x[300] = float("nan")
+    x[700] = float("-inf")
+    ours = torch.ops.treduce.sum(x)
+    assert torch.isnan(ours)
+    x[300] = 0.0
+    assert torch.isnan(torch.ops.treduce.sum(x))  # inf - inf
+    x[700] = 1.0
+    assert torch.ops.treduce.sum(x) == float("inf")
