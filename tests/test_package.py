@@ -60,3 +60,49 @@ def test_readme_use_example_runs():
     use = text[text.index("## Use") :]
     block = re.search(r"```python\n(.*?)```", use, re.S).group(1)
     exec(compile(block, "README.md (Use)", "exec"), {})
+
+
+def test_version_is_the_packages():
+    """torch_reduce.__version__ is the version that setup.py gives the package (one place)."""
+    import pathlib
+    import re
+
+    import torch_reduce
+
+    text = (
+        pathlib.Path(__file__).resolve().parents[1] / "torch_reduce" / "_version.py"
+    ).read_text()
+    assert torch_reduce.__version__ == re.search(r'__version__ = "([^"]+)"', text).group(1)
+    try:
+        from importlib.metadata import version
+
+        installed = version("torch-reduce")
+    except Exception:  # not installed as a distribution (a build in place)
+        return
+    assert installed == torch_reduce.__version__
+
+
+def test_a_build_for_another_torch_is_refused_with_a_clear_message():
+    import torch
+
+    import torch_reduce
+
+    assert torch_reduce._build_mismatch(torch.__version__, torch.version.cuda) is None
+    message = torch_reduce._build_mismatch("2.10.0+cu128", "12.8")
+    assert "built for torch 2.10.0+cu128" in message
+    assert f"this process has torch {torch.__version__}" in message
+    assert "pip install --no-build-isolation" in message
+
+
+def test_a_gpu_outside_the_arch_list_is_named(monkeypatch):
+    import torch
+
+    import torch_reduce
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    assert torch_reduce._arch_mismatch("9.0") is None
+    assert torch_reduce._arch_mismatch("8.0+PTX") is None  # PTX compiles for newer GPUs
+    assert torch_reduce._arch_mismatch("8.0 8.6") is not None
+    assert "sm_90" in torch_reduce._arch_mismatch("10.0")
+    assert torch_reduce._arch_mismatch(None) is None  # a CPU-only build

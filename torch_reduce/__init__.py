@@ -34,9 +34,56 @@ def _load_extension() -> None:
         ) from e
 
 
+def _build_mismatch(built_torch: str, built_cuda: str | None) -> str | None:
+    """Why the extension cannot serve this runtime, or None: it links against one torch's C++
+    ABI, so a wheel built for another torch must not load (it may crash instead of failing)."""
+    if built_torch != torch.__version__ or built_cuda != torch.version.cuda:
+        return (
+            f"torch_reduce was built for torch {built_torch} (CUDA {built_cuda}), but this "
+            f"process has torch {torch.__version__} (CUDA {torch.version.cuda}).\n"
+            "  Install the torch it was built for, or rebuild it against this one: "
+            "pip install --no-build-isolation --no-deps -e ."
+        )
+    return None
+
+
+def _arch_mismatch(arch_list: str | None) -> str | None:
+    """A warning when the GPU's architecture has no code in this build (CPU ops still work)."""
+    if not arch_list or not torch.cuda.is_available():
+        return None
+    major, minor = torch.cuda.get_device_capability()
+    archs = [a.strip() for a in arch_list.replace(";", " ").split()]
+    cap = major * 10 + minor
+    for a in archs:
+        num = int(float(a.removesuffix("+PTX")) * 10 + 0.5)
+        if num == cap or (a.endswith("+PTX") and num <= cap):
+            return None
+    return (
+        f"torch_reduce was built for CUDA architectures {arch_list}, which do not include this "
+        f"GPU's sm_{cap}: its CUDA ops will fail. Rebuild with TORCH_CUDA_ARCH_LIST={major}.{minor}."
+    )
+
+
+def _check_build() -> None:
+    try:
+        from . import _build_info
+    except ImportError:  # a build without the record (setup.py writes it): nothing to compare
+        return
+    problem = _build_mismatch(_build_info.TORCH_VERSION, _build_info.CUDA_VERSION)
+    if problem:
+        raise ImportError(problem)
+    warning = _arch_mismatch(_build_info.CUDA_ARCH_LIST)
+    if warning:
+        import warnings
+
+        warnings.warn(warning, RuntimeWarning, stacklevel=3)
+
+
+_check_build()  # before loading: a mismatched extension may crash instead of failing
 _load_extension()
 
 from . import ops  # noqa: E402  (the wrappers need the schemas from _C)
+from ._version import __version__  # noqa: E402
 from .ops import amax, amin, argmax, argmin, bitwise_and, bitwise_or, bitwise_xor, mean, prod, sum  # noqa: E402
 from .override import override  # noqa: E402
 
@@ -53,5 +100,5 @@ __all__ = [
     "bitwise_xor",
     "override",
     "ops",
+    "__version__",
 ]
-__version__ = "0.1.0"
