@@ -298,7 +298,7 @@ __global__ void __launch_bounds__(kCanonThreads, canon_min_blocks<in_t>(kVec, kL
           // A warp whose 32 leaves are aligned runs of one length (a multiple of a piece)
           // stages them.
           const int n0 = __shfl_sync(kFullMask, n, 0);
-          // Step 2: a leaf one element past a 16-byte boundary is the odd elements of the
+          // A step of 2: a leaf one element past a 16-byte boundary is the odd elements of the
           // aligned run that starts one element before it (its even neighbour's: C = 2 mid
           // dims), which stays inside that 16-byte segment.
           const bool odd = cfg.step == 2 && l.in_run && n * 2 % vec_width<in_t>() == 0 &&
