@@ -1,12 +1,15 @@
-"""Builds torch_reduce._C: the CPU backend always, the CUDA backend whenever nvcc and a CUDA build
-of torch are present (never decided by torch.cuda.is_available(): builders often have no GPU).
+"""Builds torch_reduce/lib/libtorch_reduce.so, the native library that Python and C++ programs both
+load (the ops' schemas, CPU and CUDA kernels, autograd and Meta registrations, and the C++ API of
+torch_reduce/include/torch_reduce/torch_reduce.h), and torch_reduce._fast, the Python wrappers'
+entry to the dispatcher. The CPU backend always, the CUDA backend whenever nvcc and a CUDA build of
+torch are present (never decided by torch.cuda.is_available(): builders often have no GPU).
 
 Environment:
   TORCH_CUDA_ARCH_LIST   GPU targets (default "9.0+PTX": sm_90 code plus PTX for newer GPUs)
   TREDUCE_CPU_ONLY=1     skip the CUDA backend even when it could be built
   MAX_JOBS               parallel compile jobs for ninja
-  TREDUCE_ONLY_FAST=1    build only torch_reduce._fast, next to a _C built elsewhere
-                         (scripts/build_fast.sh; _C.abi3.so loads in any Python, _fast does not)
+  TREDUCE_ONLY_FAST=1    build only torch_reduce._fast, next to a library built elsewhere
+                         (scripts/build_fast.sh: the library loads in any Python, _fast does not)
   TREDUCE_LINEINFO=1     source lines in the kernels (Nsight Compute's source view)
   TREDUCE_DEBUG=1        host debug info in the C++ objects
 """
@@ -19,7 +22,7 @@ import torch
 from setuptools import find_packages, setup
 from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension
 
-ROOT = Path(__file__).parent
+ROOT = Path(__file__).resolve().parent  # absolute: ninja compiles in the build folder
 with_cuda = (
     torch.version.cuda is not None
     and CUDA_HOME is not None
@@ -27,16 +30,36 @@ with_cuda = (
 )
 os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0+PTX")
 
-sources = ["csrc/ops.cpp", "csrc/plan.cpp", "csrc/autograd.cpp", "csrc/cpu/reduce_cpu.cpp"]
+sources = [
+    "csrc/ops.cpp",
+    "csrc/api.cpp",
+    "csrc/plan.cpp",
+    "csrc/autograd.cpp",
+    "csrc/cpu/reduce_cpu.cpp",
+]
+# The library: an "extension" only to reuse torch's compiler and ninja set-up; build_ext below
+# names its file lib/libtorch_reduce.so. It has no Python module init and links no Python library
+# (py_limited_api keeps torch's helper from adding libtorch_python).
+LIB_EXT = "torch_reduce.lib.torch_reduce"
+LIB_FILE = "libtorch_reduce.so"
+include_dirs = [str(ROOT / "torch_reduce" / "include")]
 # No fast-math anywhere: flushing denormals or reassociating would change results.
 # -fopenmp: torch's CPU build uses the OpenMP backend of at::parallel_for, a header template whose
 # `#pragma omp parallel` is silently ignored (the CPU kernels run on one thread) without it.
 cxx_flags = ["-O3", "-std=c++17", "-fno-fast-math", "-fopenmp"]
 # No host debug info unless asked (TREDUCE_DEBUG=1): Python's CFLAGS add -g, which made the C++
-# objects' debug sections 22 of _C's 49 MB and slowed their compile; -g0 after it wins.
+# objects' debug sections 22 of the library's 49 MB and slowed their compile; -g0 after it wins.
 if os.environ.get("TREDUCE_DEBUG") != "1":
     cxx_flags.append("-g0")
-link_flags = ["-fopenmp"]
+# The soname that C++ programs record, and a run path to the torch and CUDA runtime libraries that
+# C++ programs need when they load us before torch (a run path is not inherited from the program):
+# those of the same site-packages, where pip puts both packages, then those of the torch built
+# against, for a build in place (pip install -e) or a program outside site-packages.
+_site = Path(torch.__file__).resolve().parent.parent
+_rpath = ["$ORIGIN/../../torch/lib", "$ORIGIN/../../nvidia/cu13/lib", str(_site / "torch" / "lib")]
+if (_site / "nvidia" / "cu13" / "lib").is_dir():
+    _rpath.append(str(_site / "nvidia" / "cu13" / "lib"))
+link_flags = ["-fopenmp", f"-Wl,-soname,{LIB_FILE}", "-Wl,-rpath," + ":".join(_rpath)]
 nvcc_flags = ["-O3", "-std=c++17", "--expt-relaxed-constexpr"]
 # Source lines for Nsight Compute's source view, on request only: -lineinfo embeds each kernel's
 # PTX text and line tables, two thirds of the cubins' bytes (170 of 259 MB uncompressed at
@@ -57,31 +80,33 @@ if with_cuda:
         )
     ]
     ext = CUDAExtension(
-        "torch_reduce._C",
+        LIB_EXT,
         sources,
+        include_dirs=include_dirs,
         extra_compile_args={"cxx": cxx_flags, "nvcc": nvcc_flags},
         extra_link_args=link_flags,
         py_limited_api=True,
     )
 else:
     ext = CppExtension(
-        "torch_reduce._C",
+        LIB_EXT,
         sources,
+        include_dirs=include_dirs,
         extra_compile_args={"cxx": cxx_flags},
         extra_link_args=link_flags,
         py_limited_api=True,
     )
 
 # torch_reduce._fast: the wrappers' direct entry to the dispatcher (csrc/python/fast.cpp). It needs
-# torch's Python headers and libtorch_python, so it is built for the running Python, apart from _C.
+# torch's Python headers and libtorch_python, so it is built for the running Python, apart from the library.
 fast_ext = CppExtension(
     "torch_reduce._fast", ["csrc/python/fast.cpp"], extra_compile_args={"cxx": cxx_flags}
 )
 
 only_fast = os.environ.get("TREDUCE_ONLY_FAST", "0") == "1"
 
-# Recorded so that a failing import can name the torch the extension was built against (_C's
-# build: left as it is when only _fast is built).
+# Recorded so that a failing import can name the torch the library was built against (the
+# library's build: left as it is when only _fast is built).
 if not only_fast:
     (ROOT / "torch_reduce" / "_build_info.py").write_text(
         "# Generated by setup.py; not tracked.\n"
@@ -95,10 +120,24 @@ if not only_fast:
 class BuildExt(BuildExtension.with_options(use_ninja=True)):
     """Each extension in a build folder of its own, under build/ in the project. ninja keeps one
     dependency log per folder and drops the entries of outputs that the current manifest does not
-    name, so with _C and _fast in one folder every build recompiled all of _C. And the folder is
+    name, so with the library and _fast in one folder every build recompiled all of the library. The folder is
     the same for every build: an editable install (pip install -e) otherwise compiles in a fresh
     temporary folder each time, so rerunning the set-up recompiled everything (7 to 18 minutes on
     2 cores) where ninja now finds nothing to do."""
+
+    def get_ext_filename(self, fullname):
+        # setuptools asks with the full name (for the path under build/ and the in-place copy)
+        # and with the last part only (for the file name itself).
+        if fullname == LIB_EXT:
+            return os.path.join(*LIB_EXT.split(".")[:-1], LIB_FILE)
+        if fullname == LIB_EXT.rsplit(".", 1)[-1]:
+            return LIB_FILE
+        return super().get_ext_filename(fullname)
+
+    def copy_extensions_to_source(self):
+        # the in-place build (pip install -e) copies the library into a folder git does not track
+        (ROOT / "torch_reduce" / "lib").mkdir(exist_ok=True)
+        super().copy_extensions_to_source()
 
     def build_extension(self, ext):
         base = self.build_temp
@@ -118,9 +157,18 @@ setup(
     version=VERSION,
     license="BSD-3-Clause",
     packages=find_packages(include=["torch_reduce", "torch_reduce.*"]),
-    package_data={"torch_reduce": ["py.typed", "*.pyi"]},
+    # The C++ front end: the header and the CMake package (find_package(TorchReduce)) beside the
+    # library, found through torch_reduce.cmake_prefix_path.
+    package_data={
+        "torch_reduce": [
+            "py.typed",
+            "*.pyi",
+            "include/torch_reduce/*.h",
+            "share/cmake/TorchReduce/*.cmake",
+        ]
+    },
     ext_modules=[fast_ext] if only_fast else [ext, fast_ext],
     cmdclass={"build_ext": BuildExt},
-    # _C uses only CPython's stable ABI (`_C.abi3.so`); _fast is built for the running Python,
-    # so a wheel is tagged for that Python. Dependencies and the rest: pyproject.toml.
+    # The library uses no Python; _fast is built for the running Python, so a wheel is tagged for
+    # that Python. Dependencies and the rest: pyproject.toml.
 )

@@ -1,8 +1,8 @@
-// ops.cpp: every schema of torch.ops.treduce, and the module init that lets Python load _C.
+// ops.cpp: every schema of torch.ops.treduce. They register when libtorch_reduce.so is loaded, by
+// Python (torch_reduce/__init__.py) or by a C++ program that links it (api.cpp).
 // Backends register their kernels beside their launchers (cpu/, cuda/); the Meta kernels (what
 // torch.compile's fake tensors run) beside the rules in plan.cpp; autograd in autograd.cpp. The
 // op list itself is op_list.h.
-#include <Python.h>
 #include <torch/library.h>
 
 TORCH_LIBRARY(treduce, m) {
@@ -23,10 +23,4 @@ TORCH_LIBRARY(treduce, m) {
   m.def("bitwise_and(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor");
   m.def("bitwise_or(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor");
   m.def("bitwise_xor(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor");
-}
-
-// Importing torch_reduce._C runs the static registrations above; the module itself is empty.
-extern "C" PyObject* PyInit__C(void) {
-  static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr};
-  return PyModule_Create(&module_def);
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds only torch_reduce/_fast (csrc/python/fast.cpp) for the running Python, next to a _C built
-# elsewhere (scripts/h200.sh PREBUILT=1: _C.abi3.so loads in any Python, _fast does not), with
+# Builds only torch_reduce/_fast (csrc/python/fast.cpp) for the running Python, next to a library
+# built elsewhere (scripts/h200.sh PREBUILT=1: libtorch_reduce.so loads in any Python, _fast does
+# not), with
 # setup.py's own flags (TREDUCE_ONLY_FAST=1). CC/CXX as the caller exports them (h200.sh: the
 # system g++, which links libstdc++ shared).
 set -euo pipefail

@@ -5,13 +5,15 @@
 # list and compute-sanitizer's four tools (scripts/sanitize.sh), EXACT=1 the exact-sum prototype
 # (bench/exact/proto.py: bits against the host's exact sum, speed against plain and canonical),
 # PROGRESSION=1 the seed's kernel progression (bench/progression/run.py), SWEEP=K/N the K-th
-# of N shards of the workload sweep (bench/sweep.py; join them with its --merge).
+# of N shards of the workload sweep (bench/sweep.py; join them with its --merge), CPP=1 the C++
+# examples and their ctest (scripts/cpp_check.sh; that machine has no network, so where it lacks
+# cmake, carry a cmake wheel and set PIP_NO_INDEX=1 PIP_FIND_LINKS=<its folder>).
 # Logs and results go to $OUT; a short summary is printed last.
 #   PYTEST_ARGS="-k cuda"  BENCH=1  BENCH_ARGS="--quick"  bash scripts/h200.sh
 #   TESTS=0 DEMO=0 SOAK=1 SANITIZE=1 bash scripts/h200.sh
-# PREBUILT=1 uses the extension built on the development machine (carried with the tree:
-# torch_reduce/_C.abi3.so and torch_reduce/_build_info.py; the same torch 2.11.0+cu130, and the
-# stable ABI makes it load in that machine's Python) instead of building again (~100 s); only
+# PREBUILT=1 uses the library built on the development machine (carried with the tree:
+# torch_reduce/lib/libtorch_reduce.so and torch_reduce/_build_info.py; the same torch
+# 2.11.0+cu130, and the library uses no Python) instead of building again (~100 s); only
 # torch_reduce._fast, built for one Python, is compiled there (scripts/build_fast.sh, ~25 s).
 set -uo pipefail
 OUT=${OUT:-/tmp/treduce-out}
@@ -25,7 +27,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,utilization.gpu
 export CC=/usr/bin/gcc CXX=/usr/bin/g++ LDSHARED="/usr/bin/g++ -shared" LDCXXSHARED="/usr/bin/g++ -shared"
 start=$(date +%s)
 if [ "${PREBUILT:-0}" = 1 ]; then
-  ls torch_reduce/_C*.so torch_reduce/_build_info.py > "$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
+  ls torch_reduce/lib/libtorch_reduce.so torch_reduce/_build_info.py > "$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
   bash scripts/build_fast.sh >> "$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
   export PYTHONPATH=$PWD
 elif ! python3 -m pip install --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1; then
@@ -33,12 +35,16 @@ elif ! python3 -m pip install --no-build-isolation --no-deps -e . > "$OUT/build.
   python3 setup.py build_ext --inplace >> "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
   export PYTHONPATH=$PWD
 fi
-echo "build: $(( $(date +%s) - start )) s; libstdc++ symbols defined in the extension:" \
-  "$(nm -C torch_reduce/_C*.so 2>/dev/null | grep -c ' T std::')"
+echo "build: $(( $(date +%s) - start )) s; libstdc++ symbols defined in the library:" \
+  "$(nm -C torch_reduce/lib/libtorch_reduce.so 2>/dev/null | grep -c ' T std::')"
 if [ "${TESTS:-1}" = 1 ]; then
   python3 -m pytest -q -rs -p no:cacheprovider tests ${PYTEST_ARGS:-} > "$OUT/pytest.log" 2>&1
   grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -30
   tail -3 "$OUT/pytest.log"
+fi
+if [ "${CPP:-0}" = 1 ]; then
+  bash scripts/cpp_check.sh python3 > "$OUT/cpp.log" 2>&1
+  grep -E "^(ok|FAIL|no GPU)|tests passed|tests failed" "$OUT/cpp.log" | tail -60
 fi
 if [ "${SOAK:-0}" = 1 ]; then
   rm -f "$OUT/fuzz_counts.txt"

@@ -15,7 +15,9 @@ log "sdist"
 "$PY" setup.py -q sdist --dist-dir "$WORK/dist" >/dev/null 2>&1
 SDIST=$(find "$WORK/dist" -name '*.tar.gz' | head -n 1)
 tar -tzf "$SDIST" > "$WORK/sdist.txt"
-for f in csrc/dispatch.h csrc/cuda/kernels/canon_kernel.cuh csrc/cuda/binding.cuh; do
+for f in csrc/dispatch.h csrc/cuda/kernels/canon_kernel.cuh csrc/cuda/binding.cuh \
+  torch_reduce/include/torch_reduce/torch_reduce.h \
+  torch_reduce/share/cmake/TorchReduce/TorchReduceConfig.cmake; do
   grep -q "/$f\$" "$WORK/sdist.txt" || { echo "the sdist lacks $f"; exit 1; }
 done
 
@@ -34,6 +36,7 @@ log "smoke test from another directory, no compiler on the path"
 cd "$WORK"
 PATH="$WORK/venv/bin" "$WORK/venv/bin/python" - <<'PYEOF'
 import importlib.metadata
+import os
 
 import torch
 import torch_reduce
@@ -42,6 +45,14 @@ assert torch_reduce.__version__ == importlib.metadata.version("torch-reduce")
 x = torch.randn(1000, 33, dtype=torch.float64)
 assert torch.allclose(torch_reduce.sum(x, 1), x.sum(1))
 assert torch.equal(torch_reduce.argmax(x, 0), x.argmax(0))
+# the C++ front end beside it: the library, the header and the CMake package
+for path in (
+    torch_reduce.library_path,
+    os.path.join(torch_reduce.include_path, "torch_reduce", "torch_reduce.h"),
+    os.path.join(torch_reduce.cmake_prefix_path, "TorchReduce", "TorchReduceConfig.cmake"),
+    os.path.join(torch_reduce.cmake_prefix_path, "TorchReduce", "TorchReduceConfigVersion.cmake"),
+):
+    assert os.path.isfile(path), path
 print("torch_reduce", torch_reduce.__version__, "from", torch_reduce.__file__)
 PYEOF
 log "ok"

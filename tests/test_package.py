@@ -19,14 +19,17 @@ def test_import_without_prior_torch_import():
 
 
 def test_extension_load_failure_names_both_torch_versions():
-    # Make the compiled module unimportable, as a build against another torch would be.
-    r = run_python("import sys; sys.modules['torch_reduce._C'] = None\nimport torch_reduce")
+    # Make the library fail to load, as a build against another torch would (undefined symbols).
+    r = run_python(
+        "import torch\n"
+        "def fail(path): raise OSError(path + ': undefined symbol: _ZN3c10')\n"
+        "torch.ops.load_library = fail\n"
+        "import torch_reduce"
+    )
     assert r.returncode != 0
     err = r.stderr
-    assert (
-        "ImportError: torch_reduce: the compiled extension torch_reduce._C could not be loaded"
-        in err
-    )
+    assert "ImportError: torch_reduce: the compiled library could not be loaded: " in err
+    assert "libtorch_reduce.so" in err and "undefined symbol" in err
     assert "built against: torch " in err
     assert f"found at runtime: torch {torch.__version__}" in err
     assert "pip install --no-build-isolation --no-deps -e ." in err
@@ -36,7 +39,7 @@ def test_direct_entry_load_failure_is_as_clear():
     r = run_python("import sys; sys.modules['torch_reduce._fast'] = None\nimport torch_reduce")
     assert r.returncode != 0
     assert (
-        "ImportError: torch_reduce: the compiled extension torch_reduce._fast could not be loaded"
+        "ImportError: torch_reduce: the compiled library could not be loaded: torch_reduce._fast"
     ) in r.stderr
     assert "pip install --no-build-isolation --no-deps -e ." in r.stderr
 

@@ -1,8 +1,8 @@
 """Per-kernel digests of the SASS in a built extension, to check a restructuring commit without a GPU.
 
-    python tools/sass_digest.py torch_reduce/_C.abi3.so > before.txt
+    python tools/sass_digest.py torch_reduce/lib/libtorch_reduce.so > before.txt
     (change, rebuild)
-    python tools/sass_digest.py torch_reduce/_C.abi3.so > after.txt
+    python tools/sass_digest.py torch_reduce/lib/libtorch_reduce.so > after.txt
     diff before.txt after.txt
 
 Each line is "<sha1 of the kernel's SASS> <mangled name>", sorted by name. Identical digests mean

@@ -6,18 +6,26 @@ torch_reduce.amax(x, dim=(0, 2), keepdim=True)
 torch_reduce.argmax(x, dim=1)
 """
 
-import torch  # noqa: F401  (loads libtorch before our extension, so "import torch_reduce" works alone)
+import os
+
+import torch
+
+# The native library (ops, kernels, registrations and the C++ API), the same file that C++ programs
+# link; its CMake package (find_package(TorchReduce)) and header lie beside it.
+library_path = os.path.join(os.path.dirname(__file__), "lib", "libtorch_reduce.so")
+cmake_prefix_path = os.path.join(os.path.dirname(__file__), "share", "cmake")
+include_path = os.path.join(os.path.dirname(__file__), "include")
 
 
 def _load_extension() -> None:
-    # _C registers the ops with the dispatcher; _fast (the wrappers' direct entry) looks them up.
-    module = "_C"
+    # The library registers the ops with the dispatcher; _fast (the wrappers' direct entry) looks
+    # them up.
+    what = library_path
     try:
-        from . import _C  # noqa: F401
-
-        module = "_fast"
+        torch.ops.load_library(library_path)
+        what = "torch_reduce._fast"
         from . import _fast  # noqa: F401
-    except ImportError as e:
+    except (ImportError, OSError) as e:
         try:
             from . import _build_info
 
@@ -25,7 +33,7 @@ def _load_extension() -> None:
         except ImportError:
             built = "an unknown torch (torch_reduce/_build_info.py is missing: was it built?)"
         raise ImportError(
-            f"torch_reduce: the compiled extension torch_reduce.{module} could not be loaded.\n"
+            f"torch_reduce: the compiled library could not be loaded: {what}\n"
             f"  built against: {built}\n"
             f"  found at runtime: torch {torch.__version__} (CUDA {torch.version.cuda})\n"
             "  Rebuild it against the installed torch: "
@@ -82,7 +90,7 @@ def _check_build() -> None:
 _check_build()  # before loading: a mismatched extension may crash instead of failing
 _load_extension()
 
-from . import ops  # noqa: E402  (the wrappers need the schemas from _C)
+from . import ops  # noqa: E402  (the wrappers need the schemas from the library)
 from ._version import __version__  # noqa: E402
 from .ops import amax, amin, argmax, argmin, bitwise_and, bitwise_or, bitwise_xor, mean, prod, sum  # noqa: E402
 from .override import override  # noqa: E402
@@ -101,4 +109,7 @@ __all__ = [
     "override",
     "ops",
     "__version__",
+    "cmake_prefix_path",
+    "include_path",
+    "library_path",
 ]

@@ -145,6 +145,40 @@ def _check_call(op: str, input, keepdim, dtype=None) -> None:
         raise TypeError(f"{op}(): argument 'dtype' must be torch.dtype, not {_type_name(dtype)}")
 
 
+# AOTInductor's proxy executor in torch 2.11 passes a ScalarType argument to a custom op as the
+# serialised enum's value, which is c10's plus one (pytorch#169157, fixed after 2.11 by
+# pytorch#173562): dtype=torch.float32 arrives as float64, float16 as float32. So while exporting,
+# a wrapper call with dtype= records the conversion instead. torch defines dtype= as converting the
+# input first; an integer sum or product wraps in int64 to the same low bits as in the narrower
+# type, and a bool one is nonzero where the narrower one is True.
+_EXPORT_DTYPE_AS_CONVERSION = tuple(int(v) for v in torch.__version__.split(".")[:2]) < (2, 12)
+_CONVERTIBLE = {
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.bfloat16,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.uint8,
+    torch.bool,
+}
+
+
+def _export_conversion(op: str, overload, input, dims, keepdim, dtype):
+    """The dtype= call as a conversion and a call without dtype= (see above), or None."""
+    if not (_EXPORT_DTYPE_AS_CONVERSION and dtype in _CONVERTIBLE):
+        return None
+    if not torch.compiler.is_exporting() or not isinstance(input, torch.Tensor):
+        return None
+    if dtype.is_floating_point:
+        return overload(input.to(dtype), dims, keepdim)
+    if op == "mean":  # an integer mean raises, as in torch: the plain call says so
+        return None
+    return overload(input.to(dtype), dims, keepdim).to(dtype)
+
+
 def _by_dims(op: str, overload, input, dim, keepdim, dtype=None):
     """The torch.ops call of an op with int[1]? dims, after torch's argument checks."""
     _check_call(op, input, keepdim, dtype)
@@ -157,6 +191,9 @@ def _by_dims(op: str, overload, input, dim, keepdim, dtype=None):
             return out
     if dtype is None:
         return overload(input, dims, keepdim)
+    out = _export_conversion(op, overload, input, dims, keepdim, dtype)
+    if out is not None:
+        return out
     return overload(input, dims, keepdim, dtype=dtype)
 
 

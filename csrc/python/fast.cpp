@@ -10,7 +10,7 @@
 // results, autograd and errors are those of torch.ops.treduce. For anything else it returns
 // NotImplemented and the wrapper takes the torch.ops path, which handles __torch_function__,
 // SymInts and argument errors as torch does. It needs torch's Python headers, so it is built
-// apart from _C (which uses only CPython's stable ABI).
+// apart from libtorch_reduce.so (which uses no Python).
 #include <Python.h>
 
 #include <ATen/ATen.h>
@@ -43,7 +43,8 @@ using ExtremeSig = at::Tensor(const at::Tensor&, at::IntArrayRef, bool);
 using ArgSig = at::Tensor(const at::Tensor&, std::optional<int64_t>, bool);
 using BitSig = at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool);
 
-// The ops' handles, looked up once when the module is imported (after _C registered them).
+// The ops' handles, looked up once when the module is imported (after libtorch_reduce.so registered
+// them).
 struct Handles {
   std::optional<c10::TypedOperatorHandle<SumSig>> sum, mean, prod;
   std::optional<c10::TypedOperatorHandle<ExtremeSig>> amax, amin;
@@ -195,7 +196,7 @@ extern "C" PyObject* PyInit__fast(void) {
                                           treduce::methods};
   try {
     treduce::find_all();
-  } catch (const std::exception& e) {  // _C not loaded: import torch_reduce, not this module
+  } catch (const std::exception& e) {  // the library is not loaded: import torch_reduce
     PyErr_SetString(PyExc_ImportError, e.what());
     return nullptr;
   }

@@ -1,1 +1,0 @@
-# torch_reduce._C: importing it registers torch.ops.treduce (csrc/ops.cpp); it has no attributes.
