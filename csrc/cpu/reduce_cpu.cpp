@@ -343,79 +343,62 @@ constexpr bool kSseLeaves =
                             std::is_same_v<typename Op::value_t, float>);
 #endif
 
-// Elements [r0, r1) of one output whose kept offset is `base`: leaves of kLeaf elements merged by
-// the cascade. A canonical sum folds each leaf in order; the other ops fold a leaf with eight
-// interleaved accumulators (a plain pointer loop that the compiler vectorises).
+// A canonical sum's whole contiguous leaves from element r of `p0` on, eight at a time: eight
+// independent in-order chains, interleaved for the pipeline (each leaf's own order is
+// unchanged), then pushed in leaf order. Returns the first element it left.
 template <class Op, class in_t>
-typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& red, int64_t r0,
-                                int64_t r1) {
+int64_t push_leaf_batches(const in_t* p0, int64_t r, int64_t r1, Cascade<Op, 1>& cascade) {
   using acc_t = typename Op::acc_t;
   using value_t = typename Op::value_t;
-  Cascade<Op, 1> cascade;
-  const bool contiguous = red.ndim == 1 && red.in_strides[0] == 1;
-  const StepDigits one = step_digits(red, 1);
-  Walker w(red, r0);
-  int64_t r = r0;
-  if constexpr (kSequentialLeaves<Op>) {
-    // Eight whole contiguous leaves at a time: eight independent in-order chains, interleaved
-    // for the pipeline (each leaf's own order is unchanged), then pushed in leaf order.
-    constexpr int kBatch = 8;
-    if (contiguous) {
-      for (; r + kBatch * kLeaf <= r1; r += kBatch * kLeaf) {
-        const in_t* p = in + base + r;
-        acc_t a[kBatch];
-        if constexpr (kExactLeaves<Op, in_t>) {
-          bool all = true;
-          for (int l = 0; l < kBatch && all; ++l) all = exact_leaf(p + l * kLeaf, &a[l]);
-          if (all) {
-            for (int l = 0; l < kBatch; ++l) cascade.push(&a[l]);
-            continue;
-          }
-        }
-#if defined(__SSE2__)
-        if constexpr (std::is_same_v<in_t, float> && std::is_same_v<value_t, float> &&
-                      std::is_same_v<acc_t, double>) {
-          eight_float_leaves(p, a);
-        } else
-#endif
-        {
-          for (int l = 0; l < kBatch; ++l) a[l] = Op::identity();
-          for (int64_t j = 0; j < kLeaf; ++j)
-            for (int l = 0; l < kBatch; ++l)
-              a[l] = Op::reduce(a[l], static_cast<value_t>(p[l * kLeaf + j]));
-        }
+  constexpr int kBatch = 8;
+  for (; r + kBatch * kLeaf <= r1; r += kBatch * kLeaf) {
+    const in_t* p = p0 + r;
+    acc_t a[kBatch];
+    if constexpr (kExactLeaves<Op, in_t>) {
+      bool all = true;
+      for (int l = 0; l < kBatch && all; ++l) all = exact_leaf(p + l * kLeaf, &a[l]);
+      if (all) {
         for (int l = 0; l < kBatch; ++l) cascade.push(&a[l]);
+        continue;
       }
     }
-  }
 #if defined(__SSE2__)
-  if constexpr (kSseLeaves<Op, in_t>) {  // whole contiguous leaves, 16 lanes at a time
-    // Four float leaves (2 vectors each) or two double leaves (4 each): eight accumulator
-    // vectors; four double leaves (16 vectors) ran out of SSE registers.
-    constexpr int kLeaves = SseOf<value_t>::kLanes;
-    if (contiguous) {
-      for (; r + kLeaves * kLeaf <= r1; r += kLeaves * kLeaf) {
-        acc_t a[kLeaves];
-        extreme_leaves<Op, kLeaves>(in + base + r, a);
-        for (int l = 0; l < kLeaves; ++l) cascade.push(&a[l]);
-      }
-    }
-  }
+    if constexpr (std::is_same_v<in_t, float> && std::is_same_v<value_t, float> &&
+                  std::is_same_v<acc_t, double>) {
+      eight_float_leaves(p, a);
+    } else
 #endif
-  for (; r < r1; r += kLeaf) {
-    const int64_t n = std::min(kLeaf, r1 - r);
-    if constexpr (kSequentialLeaves<Op>) {
-      acc_t leaf = Op::identity();
-      if (contiguous) {
-        const in_t* p = in + base + r;
-        for (int64_t j = 0; j < n; ++j) leaf = Op::reduce(leaf, static_cast<value_t>(p[j]));
-      } else {
-        for (int64_t j = 0; j < n; ++j, w.advance(red, one))
-          leaf = Op::reduce(leaf, static_cast<value_t>(in[base + w.offset(red)]));
-      }
-      cascade.push(&leaf);
-      continue;
+    {
+      for (int l = 0; l < kBatch; ++l) a[l] = Op::identity();
+      for (int64_t j = 0; j < kLeaf; ++j)
+        for (int l = 0; l < kBatch; ++l)
+          a[l] = Op::reduce(a[l], static_cast<value_t>(p[l * kLeaf + j]));
     }
+    for (int l = 0; l < kBatch; ++l) cascade.push(&a[l]);
+  }
+  return r;
+}
+
+// Leaf [r, r + n) of one output whose kept offset is `base` (`w` at element r unless the leaf is
+// contiguous): in order for a canonical sum, otherwise with eight interleaved accumulators (a
+// plain pointer loop that the compiler vectorises).
+template <class Op, class in_t>
+typename Op::acc_t fold_one_leaf(const in_t* in, int64_t base, const IndexMap& red,
+                                 const StepDigits& one, Walker& w, bool contiguous, int64_t r,
+                                 int64_t n) {
+  using acc_t = typename Op::acc_t;
+  using value_t = typename Op::value_t;
+  if constexpr (kSequentialLeaves<Op>) {
+    acc_t leaf = Op::identity();
+    if (contiguous) {
+      const in_t* p = in + base + r;
+      for (int64_t j = 0; j < n; ++j) leaf = Op::reduce(leaf, static_cast<value_t>(p[j]));
+    } else {
+      for (int64_t j = 0; j < n; ++j, w.advance(red, one))
+        leaf = Op::reduce(leaf, static_cast<value_t>(in[base + w.offset(red)]));
+    }
+    return leaf;
+  } else {
     acc_t a[8];
     for (int l = 0; l < 8; ++l) a[l] = Op::identity();
     if (contiguous) {
@@ -429,8 +412,41 @@ typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& re
       for (int64_t j = 0; j < n; ++j, w.advance(red, one))
         a[j & 7] = fold<Op>(a[j & 7], static_cast<value_t>(in[base + w.offset(red)]), r + j);
     }
-    acc_t leaf = Op::combine(Op::combine(Op::combine(a[0], a[1]), Op::combine(a[2], a[3])),
-                             Op::combine(Op::combine(a[4], a[5]), Op::combine(a[6], a[7])));
+    return Op::combine(Op::combine(Op::combine(a[0], a[1]), Op::combine(a[2], a[3])),
+                       Op::combine(Op::combine(a[4], a[5]), Op::combine(a[6], a[7])));
+  }
+}
+
+// Elements [r0, r1) of one output whose kept offset is `base`: leaves of kLeaf elements merged by
+// the cascade, the whole contiguous ones first in batches where an op has them.
+template <class Op, class in_t>
+typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& red, int64_t r0,
+                                int64_t r1) {
+  using acc_t = typename Op::acc_t;
+  Cascade<Op, 1> cascade;
+  const bool contiguous = red.ndim == 1 && red.in_strides[0] == 1;
+  const StepDigits one = step_digits(red, 1);
+  Walker w(red, r0);
+  int64_t r = r0;
+  if constexpr (kSequentialLeaves<Op>) {
+    if (contiguous) r = push_leaf_batches<Op>(in + base, r, r1, cascade);
+  }
+#if defined(__SSE2__)
+  if constexpr (kSseLeaves<Op, in_t>) {  // whole contiguous leaves, 16 lanes at a time
+    // Four float leaves (2 vectors each) or two double leaves (4 each): eight accumulator
+    // vectors; four double leaves (16 vectors) ran out of SSE registers.
+    constexpr int kLeaves = SseOf<typename Op::value_t>::kLanes;
+    if (contiguous) {
+      for (; r + kLeaves * kLeaf <= r1; r += kLeaves * kLeaf) {
+        acc_t a[kLeaves];
+        extreme_leaves<Op, kLeaves>(in + base + r, a);
+        for (int l = 0; l < kLeaves; ++l) cascade.push(&a[l]);
+      }
+    }
+  }
+#endif
+  for (; r < r1; r += kLeaf) {
+    acc_t leaf = fold_one_leaf<Op>(in, base, red, one, w, contiguous, r, std::min(kLeaf, r1 - r));
     cascade.push(&leaf);
   }
   acc_t out;

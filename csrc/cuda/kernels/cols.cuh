@@ -146,6 +146,36 @@ struct ColumnFold<Op, in_t, kVec, true> {
   }
 };
 
+// The last block of a tile folds the tile's split values ([split][column] in `slots`): thread
+// (tx, ty), tx < CX, folds splits ty, ty + kColsY, ... of its kVec columns in order, with
+// kS * kVec loads in flight. (cfg by reference: the splits count passed by value moved the
+// machine code of 28 instantiations.)
+template <class Op, int kVec, class acc_t>
+__device__ __forceinline__ void fold_col_splits(acc_t* slots, const ColsConfig& cfg, int tile_cols,
+                                                int CX, int tx, int ty, acc_t (&acc)[kVec]) {
+  constexpr int kS = cols_merge_batch<acc_t, kVec>();
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) acc[j] = Op::identity();
+  int s = ty;
+  for (; s + (kS - 1) * kColsY < cfg.splits; s += kS * kColsY) {
+    acc_t x[kS][kVec];
+#pragma unroll
+    for (int u = 0; u < kS; ++u)
+#pragma unroll
+      for (int j = 0; j < kVec; ++j)
+        x[u][j] = load_cg(slots + int64_t(s + u * kColsY) * tile_cols + j * CX + tx);
+#pragma unroll
+    for (int u = 0; u < kS; ++u)
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) acc[j] = Op::combine(acc[j], x[u][j]);
+  }
+  for (; s < cfg.splits; s += kColsY) {
+#pragma unroll
+    for (int j = 0; j < kVec; ++j)
+      acc[j] = Op::combine(acc[j], load_cg(slots + int64_t(s) * tile_cols + j * CX + tx));
+  }
+}
+
 template <class Op, class in_t, class out_t, int kVec>
 __global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, in_t, kVec>())
     cols_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
@@ -211,29 +241,7 @@ __global__ void __launch_bounds__(kColsX* kColsY, cols_min_blocks<Op, in_t, kVec
           slots[int64_t(split) * tile_cols + j * CX + tx] = smem[0][j * CX + tx];
       }
       if (!arrive_last(&counters[tile], cfg.splits)) continue;
-      if (tx < CX) {  // thread (tx, ty) folds splits ty, ty + 8, ... of its kVec columns in order
-        constexpr int kS = cols_merge_batch<acc_t, kVec>();
-#pragma unroll
-        for (int j = 0; j < kVec; ++j) acc[j] = Op::identity();
-        int s = ty;
-        for (; s + (kS - 1) * kColsY < cfg.splits; s += kS * kColsY) {  // kS * kVec loads in flight
-          acc_t x[kS][kVec];
-#pragma unroll
-          for (int u = 0; u < kS; ++u)
-#pragma unroll
-            for (int j = 0; j < kVec; ++j)
-              x[u][j] = load_cg(slots + int64_t(s + u * kColsY) * tile_cols + j * CX + tx);
-#pragma unroll
-          for (int u = 0; u < kS; ++u)
-#pragma unroll
-            for (int j = 0; j < kVec; ++j) acc[j] = Op::combine(acc[j], x[u][j]);
-        }
-        for (; s < cfg.splits; s += kColsY) {
-#pragma unroll
-          for (int j = 0; j < kVec; ++j)
-            acc[j] = Op::combine(acc[j], load_cg(slots + int64_t(s) * tile_cols + j * CX + tx));
-        }
-      }
+      if (tx < CX) fold_col_splits<Op, kVec>(slots, cfg, tile_cols, CX, tx, ty, acc);
       column_reduce<Op, kVec>(acc, smem, CX, tx, ty, /*neighbours=*/false);
     }
     if (ty == 0 && tx < CX) {

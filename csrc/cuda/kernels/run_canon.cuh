@@ -37,74 +37,67 @@ void launch_small(const CanonLaunch& lc, const Geometry& g, const in_t* in, out_
         in, out, g, partials, counters, lc.chunk, lc.cfg.merge_per_thread);
 }
 
+// The small-output kernels (lc.small: canon_small_kernel and its chunk loop), with their dynamic
+// shared memory: the stage, kSmallVecs vectors per warp.
 template <class Op, class in_t, class out_t>
-void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, out_t* out,
-                      typename Op::acc_t* partials, unsigned* counters, cudaStream_t stream) {
-  if (lc.packed) {
-    run_packed<Op, vec_width<in_t>()>(g, in, out, lc.packed_vecs, lc.grid, lc.block, stream);
-    return;
-  }
-  if (lc.pair == 2) {
-    pair_rows_kernel<Op, in_t, out_t, 2><<<lc.grid, lc.block, 0, stream>>>(in, out, g);
-    return;
-  }
-  if (lc.pair == 4) {
-    pair_rows_kernel<Op, in_t, out_t, 4><<<lc.grid, lc.block, 0, stream>>>(in, out, g);
-    return;
-  }
-  if (lc.small) {  // dynamic shared memory: the stage, kSmallVecs vectors per warp
-    using Slot = Vec<in_t, vec_width<in_t>()>;
-    const size_t stage = size_t(lc.block.x / 32) * LeafStage<in_t>::kSmallVecs * sizeof(Slot);
-    const int merge = lc.cfg.merge_per_thread;
-    constexpr int kL = canon_per<in_t>();  // leaves per thread of chunks and long small outputs
-    // Two leaves per thread where the plan gave them (chunk_per for chunks, small_block's
-    // small_leaves_per_thread for one block per output); several chunks per block where
-    // chunk_loop gave them (chunks of one leaf per thread only).
-    const bool two =
-        lc.chunk > 0 ? lc.cfg.per == 2 : small_leaves_per_thread<in_t>(g.reduce_len) == 2;
-    const bool looped = lc.chunk > 0 && int64_t(lc.grid.x) < lc.cfg.splits;
-    if constexpr (small_unaligned<Op, in_t, kL>()) {
-      // chunk_rows or small_block from a base off a boundary: every run one shift. 16-bit
-      // inputs as aligned ones, 8-bit ones two leaves per thread, float32 one.
-      if (reinterpret_cast<uintptr_t>(in) % 16 != 0) {
-        if constexpr (small_unaligned<Op, in_t, 1>() && kL == 2) {
-          if (looped) {
-            canon_small_loop_kernel<Op, in_t, out_t, true><<<lc.grid, lc.block, stage, stream>>>(
-                in, out, g, partials, counters, lc.chunk, lc.cfg.splits, merge);
-            return;
-          }
-          if (!two) {
-            launch_small<Op, in_t, out_t, 1, true>(lc, g, in, out, partials, counters, stage,
-                                                   stream);
-            return;
-          }
+void run_small(const CanonLaunch& lc, const Geometry& g, const in_t* in, out_t* out,
+               typename Op::acc_t* partials, unsigned* counters, cudaStream_t stream) {
+  using Slot = Vec<in_t, vec_width<in_t>()>;
+  const size_t stage = size_t(lc.block.x / 32) * LeafStage<in_t>::kSmallVecs * sizeof(Slot);
+  const int merge = lc.cfg.merge_per_thread;
+  constexpr int kL = canon_per<in_t>();  // leaves per thread of chunks and long small outputs
+  // Two leaves per thread where the plan gave them (chunk_per for chunks, small_block's
+  // small_leaves_per_thread for one block per output); several chunks per block where
+  // chunk_loop gave them (chunks of one leaf per thread only).
+  const bool two =
+      lc.chunk > 0 ? lc.cfg.per == 2 : small_leaves_per_thread<in_t>(g.reduce_len) == 2;
+  const bool looped = lc.chunk > 0 && int64_t(lc.grid.x) < lc.cfg.splits;
+  if constexpr (small_unaligned<Op, in_t, kL>()) {
+    // chunk_rows or small_block from a base off a boundary: every run one shift. 16-bit
+    // inputs as aligned ones, 8-bit ones two leaves per thread, float32 one.
+    if (reinterpret_cast<uintptr_t>(in) % 16 != 0) {
+      if constexpr (small_unaligned<Op, in_t, 1>() && kL == 2) {
+        if (looped) {
+          canon_small_loop_kernel<Op, in_t, out_t, true><<<lc.grid, lc.block, stage, stream>>>(
+              in, out, g, partials, counters, lc.chunk, lc.cfg.splits, merge);
+          return;
         }
-        launch_small<Op, in_t, out_t, kL, true>(lc, g, in, out, partials, counters, stage, stream);
-        return;
+        if (!two) {
+          launch_small<Op, in_t, out_t, 1, true>(lc, g, in, out, partials, counters, stage, stream);
+          return;
+        }
       }
+      launch_small<Op, in_t, out_t, kL, true>(lc, g, in, out, partials, counters, stage, stream);
+      return;
     }
-    if constexpr (chunks_loop<in_t>()) {
-      if (lc.cluster) {  // chunk_cluster: an output's chunks merged in a cluster
-        launch_cluster<canon_small_kernel<Op, in_t, out_t, 1, false, true>>(
-            lc.grid, lc.block, dim3(lc.grid.x, 1, 1), stage, stream, in, out, g, partials, counters,
-            lc.chunk, merge);
-        return;
-      }
-      if (looped) {
-        canon_small_loop_kernel<Op, in_t, out_t><<<lc.grid, lc.block, stage, stream>>>(
-            in, out, g, partials, counters, lc.chunk, lc.cfg.splits, merge);
-        return;
-      }
-    }
-    if constexpr (kL == 2) {
-      if (two) {
-        launch_small<Op, in_t, out_t, 2, false>(lc, g, in, out, partials, counters, stage, stream);
-        return;
-      }
-    }
-    launch_small<Op, in_t, out_t, 1, false>(lc, g, in, out, partials, counters, stage, stream);
-    return;
   }
+  if constexpr (chunks_loop<in_t>()) {
+    if (lc.cluster) {  // chunk_cluster: an output's chunks merged in a cluster
+      launch_cluster<canon_small_kernel<Op, in_t, out_t, 1, false, true>>(
+          lc.grid, lc.block, dim3(lc.grid.x, 1, 1), stage, stream, in, out, g, partials, counters,
+          lc.chunk, merge);
+      return;
+    }
+    if (looped) {
+      canon_small_loop_kernel<Op, in_t, out_t><<<lc.grid, lc.block, stage, stream>>>(
+          in, out, g, partials, counters, lc.chunk, lc.cfg.splits, merge);
+      return;
+    }
+  }
+  if constexpr (kL == 2) {
+    if (two) {
+      launch_small<Op, in_t, out_t, 2, false>(lc, g, in, out, partials, counters, stage, stream);
+      return;
+    }
+  }
+  launch_small<Op, in_t, out_t, 1, false>(lc, g, in, out, partials, counters, stage, stream);
+}
+
+// canon_kernel in the instantiation that the plan's fields name: the latency kernel, interleaved
+// leaves, staged or plain columns, one or two leaves per thread.
+template <class Op, class in_t, class out_t>
+void run_tiles(const CanonLaunch& lc, const Geometry& g, const in_t* in, out_t* out,
+               typename Op::acc_t* partials, unsigned* counters, cudaStream_t stream) {
   if (lc.lat) {
     if constexpr (interleaves<in_t>()) {
       if (lc.inter) {
@@ -148,6 +141,27 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
   else
     canon_kernel<Op, in_t, out_t, 1>
         <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.cfg, partials, counters);
+}
+
+template <class Op, class in_t, class out_t>
+void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, out_t* out,
+                      typename Op::acc_t* partials, unsigned* counters, cudaStream_t stream) {
+  if (lc.packed) {
+    run_packed<Op, vec_width<in_t>()>(g, in, out, lc.packed_vecs, lc.grid, lc.block, stream);
+    return;
+  }
+  if (lc.pair == 2) {
+    pair_rows_kernel<Op, in_t, out_t, 2><<<lc.grid, lc.block, 0, stream>>>(in, out, g);
+    return;
+  }
+  if (lc.pair == 4) {
+    pair_rows_kernel<Op, in_t, out_t, 4><<<lc.grid, lc.block, 0, stream>>>(in, out, g);
+    return;
+  }
+  if (lc.small)
+    run_small<Op>(lc, g, in, out, partials, counters, stream);
+  else
+    run_tiles<Op>(lc, g, in, out, partials, counters, stream);
 }
 
 }  // namespace treduce
