@@ -1,5 +1,6 @@
 """bench/bench.py's reports from a results.json, without a GPU: the per-cell list of cells
-behind the best peer (issue 3, goal 1) and --render."""
+behind the best peer (issue 3, goal 1) and --render. The bench's own tests: they live beside the
+bench, so that nothing under tests/ imports bench code; scripts/test.sh runs both folders."""
 
 import importlib.util
 import json
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytest.importorskip("triton")
 _spec = importlib.util.spec_from_file_location("treduce_bench", ROOT / "bench" / "bench.py")
 bench = importlib.util.module_from_spec(_spec)
