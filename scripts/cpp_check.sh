@@ -31,4 +31,4 @@ cmake -S examples/cpp -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 log "build"
 cmake --build "$BUILD" >&2
 log "ctest"
-ctest --test-dir "$BUILD" --output-on-failure
+ctest --test-dir "$BUILD" --output-on-failure -V  # -V: every check's line in the log
