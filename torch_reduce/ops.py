@@ -152,23 +152,27 @@ def _check_call(op: str, input, keepdim, dtype=None) -> None:
 # input first; an integer sum or product wraps in int64 to the same low bits as in the narrower
 # type, and a bool one is nonzero where the narrower one is True.
 _EXPORT_DTYPE_AS_CONVERSION = tuple(int(v) for v in torch.__version__.split(".")[:2]) < (2, 12)
-_CONVERTIBLE = {
-    torch.float32,
-    torch.float64,
-    torch.float16,
-    torch.bfloat16,
-    torch.int8,
-    torch.int16,
-    torch.int32,
-    torch.int64,
-    torch.uint8,
-    torch.bool,
-}
+# The dtypes the treduce ops take besides float8 (csrc/plan.cpp checks them and raises for the
+# others); override.py routes by them too.
+SUPPORTED_DTYPES = frozenset(
+    {
+        torch.float32,
+        torch.float64,
+        torch.float16,
+        torch.bfloat16,
+        torch.int8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.uint8,
+        torch.bool,
+    }
+)
 
 
 def _export_conversion(op: str, overload, input, dims, keepdim, dtype):
     """The dtype= call as a conversion and a call without dtype= (see above), or None."""
-    if not (_EXPORT_DTYPE_AS_CONVERSION and dtype in _CONVERTIBLE):
+    if not (_EXPORT_DTYPE_AS_CONVERSION and dtype in SUPPORTED_DTYPES):
         return None
     if not torch.compiler.is_exporting() or not isinstance(input, torch.Tensor):
         return None

@@ -27,20 +27,8 @@ for _name in _NAMES:
     _ROUTES[getattr(torch, _name)] = _name
     _ROUTES[getattr(torch.Tensor, _name)] = _name
 
-# The dtypes the treduce ops take (csrc/plan.cpp checks them and raises for the others; here they
-# decide the routing: any other dtype goes to torch, which handles it).
-_SUPPORTED = {
-    torch.float32,
-    torch.float64,
-    torch.float16,
-    torch.bfloat16,
-    torch.int8,
-    torch.int16,
-    torch.int32,
-    torch.int64,
-    torch.uint8,
-    torch.bool,
-}
+# The dtypes the treduce ops take decide the routing: any other dtype goes to torch.
+_SUPPORTED = ops.SUPPORTED_DTYPES
 _FP8 = {torch.float8_e4m3fn, torch.float8_e5m2}
 _TAKES_FP8 = {"sum", "mean", "amax", "amin"}
 # Which (op, device type) pairs have a treduce kernel, read once from the dispatcher (a plain
