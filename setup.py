@@ -98,7 +98,8 @@ else:
     )
 
 # torch_reduce._fast: the wrappers' direct entry to the dispatcher (csrc/python/fast.cpp). It needs
-# torch's Python headers and libtorch_python, so it is built for the running Python, apart from the library.
+# torch's Python headers and libtorch_python, so it is built for the running Python, apart from
+# the library.
 fast_ext = CppExtension(
     "torch_reduce._fast", ["csrc/python/fast.cpp"], extra_compile_args={"cxx": cxx_flags}
 )
@@ -120,10 +121,10 @@ if not only_fast:
 class BuildExt(BuildExtension.with_options(use_ninja=True)):
     """Each extension in a build folder of its own, under build/ in the project. ninja keeps one
     dependency log per folder and drops the entries of outputs that the current manifest does not
-    name, so with the library and _fast in one folder every build recompiled all of the library. The folder is
-    the same for every build: an editable install (pip install -e) otherwise compiles in a fresh
-    temporary folder each time, so rerunning the set-up recompiled everything (7 to 18 minutes on
-    2 cores) where ninja now finds nothing to do."""
+    name, so with the library and _fast in one folder every build recompiled all of the library.
+    The folder is the same for every build: an editable install (pip install -e) otherwise compiles
+    in a fresh temporary folder each time, so rerunning the set-up recompiled everything (7 to 18
+    minutes on 2 cores) where ninja now finds nothing to do."""
 
     def get_ext_filename(self, fullname):
         # setuptools asks with the full name (for the path under build/ and the in-place copy)

@@ -13,7 +13,7 @@ import torch_reduce
 
 
 class RowStats(torch.nn.Module):
-    """Per-row statistics, with an elementwise op that Inductor generates code for before the sum."""
+    """Per-row statistics, with an elementwise op that Inductor generates code for before a sum."""
 
     def forward(self, x):
         return (
