@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, run the whole test suite, the demo and (BENCH=1) the
 # accuracy table (bench/accuracy.py) and the bench; SOAK=1 the fuzz tests' soak profile (20,000
-# examples per op and device, SOAK_WORKERS pytest-xdist workers), SANITIZE=1 the kernel coverage
+# examples per op and device over SOAK_PROCS seeded processes), SANITIZE=1 the kernel coverage
 # list and compute-sanitizer's four tools (scripts/sanitize.sh), EXACT=1 the exact-sum prototype
 # (bench/exact/proto.py: bits against the host's exact sum, speed against plain and canonical),
 # PROGRESSION=1 the seed's kernel progression (bench/progression/run.py), SWEEP=K/N the K-th
@@ -47,11 +47,23 @@ if [ "${CPP:-0}" = 1 ]; then
   grep -E "^(ok|FAIL|no GPU)|tests passed|tests failed" "$OUT/cpp.log" | tail -60
 fi
 if [ "${SOAK:-0}" = 1 ]; then
+  # SOAK_PROCS processes side by side, each with its own hypothesis seed and its share of the
+  # 20,000 examples per op and device, so that every op's examples spread over all the cores
+  # (pytest-xdist gives a test, one op on one device, to one worker). The counts are summed.
   rm -f "$OUT/fuzz_counts.txt"
-  TREDUCE_FUZZ=soak TREDUCE_FUZZ_LOG="$OUT/fuzz_counts.txt" python3 -m pytest -q -p no:cacheprovider \
-    -n "${SOAK_WORKERS:-10}" tests/test_fuzz.py ${SOAK_ARGS:-} > "$OUT/soak.log" 2>&1
-  grep -E "^(FAILED|ERROR)" "$OUT/soak.log" | head -20
-  tail -2 "$OUT/soak.log"; sort "$OUT/fuzz_counts.txt" 2>/dev/null
+  procs=${SOAK_PROCS:-15}
+  soak_pids=()
+  for k in $(seq 1 "$procs"); do
+    TREDUCE_FUZZ=soak TREDUCE_FUZZ_EXAMPLES=$(( (20000 + procs - 1) / procs )) \
+      TREDUCE_FUZZ_LOG="$OUT/fuzz_counts.txt" python3 -m pytest -q -p no:cacheprovider \
+      --hypothesis-seed="$k" tests/test_fuzz.py ${SOAK_ARGS:-} > "$OUT/soak_$k.log" 2>&1 &
+    soak_pids+=($!)
+  done
+  for pid in "${soak_pids[@]}"; do wait "$pid"; done
+  grep -hE "^(FAILED|ERROR)" "$OUT"/soak_*.log | head -20
+  tail -qn1 "$OUT"/soak_*.log | sort | uniq -c
+  awk '{split($3, o, "="); split($4, e, "="); n[$2 " " o[2]] += e[2]}
+       END {for (k in n) print "fuzz", k, "examples=" n[k]}' "$OUT/fuzz_counts.txt" 2>/dev/null | sort
 fi
 if [ "${SANITIZE:-0}" = 1 ]; then
   python3 scripts/sanitize_cover.py --kernels > "$OUT/kernels.log" 2>&1; tail -12 "$OUT/kernels.log"

@@ -115,9 +115,14 @@ def make(shape, view, dtype):
     return fill(shape)
 
 
-def run_all(big: bool) -> int:
+def run_all(big: bool, shard: tuple[int, int] = (1, 1)) -> int:
+    """Every case (or, with shard (k, n), the k-th of n interleaved parts of CASES); the CUDA
+    graph runs in the first part only."""
     calls = 0
+    k, n_shards = shard
     for i, (shape, dims, view) in enumerate(CASES):
+        if i % n_shards != k - 1:
+            continue
         print(f"case {i + 1}/{len(CASES)}: {shape} dims={dims} view={view!r}", flush=True)
         n = 1
         for s in shape:
@@ -171,6 +176,8 @@ def run_all(big: bool) -> int:
             for fn in ops:
                 fn()
                 calls += 1
+    if k != 1:
+        return calls
     # a CUDA graph: the counters of a capture
     x = torch.randn(1 << 20, device="cuda")
     torch_reduce.sum(x)
@@ -193,9 +200,17 @@ def main() -> int:
         help="profile, list the kernel families launched, fail on a missing one",
     )
     ap.add_argument("--big", action="store_true", help="include the 2^25-element cases")
+    ap.add_argument(
+        "--shard",
+        default="1/1",
+        help="K/N: run the K-th of N interleaved parts of the cases (processes side by side)",
+    )
     args = ap.parse_args()
+    k, n_shards = (int(v) for v in args.shard.split("/"))
+    if not 1 <= k <= n_shards:
+        ap.error(f"--shard {args.shard}: K must be in 1..N")
     if not args.kernels:
-        calls = run_all(args.big)
+        calls = run_all(args.big, (k, n_shards))
         torch.cuda.synchronize()
         print(f"sanitize_cover: {calls} calls done")
         return 0
