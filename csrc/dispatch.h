@@ -2,9 +2,9 @@
 //
 //   visit_dtype<fp8>(t, f)     f(tag<T>) for each supported input dtype (at:: storage types);
 //                              the float8 types too when fp8 is true
-//   visit_sum_pair<fp8>(in, out, f)  f(tag<In>, tag<Out>) for each (input, output) pair a sum,
-//                              mean or prod kernel is instantiated for; native_sum_pair() says
-//                              which pairs those are
+//   visit_sum_pair<fp8, widen>(in, out, f)  f(tag<In>, tag<Out>) for each (input, output) pair
+//                              a sum, mean or prod kernel is instantiated for; native_sum_pair()
+//                              says which pairs those are
 //   acc_of<T>                  the accumulator: double for double, float for float/half/bfloat16
 //                              and float8, int64_t for every integer type and bool
 #pragma once
@@ -70,12 +70,16 @@ void visit_dtype(c10::ScalarType t, F&& f) {
   }
 }
 
-// The sum/mean/prod kernels' (input, output) pairs: same dtype; integer or bool to int64; half,
-// bfloat16 or float8 to float; float to double. Anything else is converted to the output dtype
-// first (plan.cpp).
-inline bool native_sum_pair(c10::ScalarType in, c10::ScalarType out) {
+// The sum/mean/prod kernels' (input, output) pairs: same dtype; integer or bool to int64; and,
+// where widen_float (sum and mean), half, bfloat16 or float8 to float and float to double.
+// Anything else is converted to the output dtype first (plan.cpp), which gives the same bits:
+// the conversion is exact and the canonical order does not depend on the input dtype. prod takes
+// its floating dtype= pairs that way: a rare call, whose kernels were 60 canonical-product
+// instantiations and 1.2 MB of the library.
+inline bool native_sum_pair(c10::ScalarType in, c10::ScalarType out, bool widen_float = true) {
   if (in == out) return true;
   if (out == c10::kLong) return c10::isIntegralType(in, /*includeBool=*/true);
+  if (!widen_float) return false;
   if (out == c10::kFloat)
     return in == c10::kHalf || in == c10::kBFloat16 || in == c10::kFloat8_e4m3fn ||
            in == c10::kFloat8_e5m2;
@@ -83,9 +87,9 @@ inline bool native_sum_pair(c10::ScalarType in, c10::ScalarType out) {
   return false;
 }
 
-template <bool kWithFp8 = false, class F>
+template <bool kWithFp8 = false, bool kWidenFloat = true, class F>
 void visit_sum_pair(c10::ScalarType in, c10::ScalarType out, F&& f) {
-  TORCH_CHECK(native_sum_pair(in, out), "treduce: no sum kernel for ", in, " -> ", out);
+  TORCH_CHECK(native_sum_pair(in, out, kWidenFloat), "treduce: no kernel for ", in, " -> ", out);
   visit_dtype<kWithFp8>(in, [&](auto ti) {
     using I = typename decltype(ti)::type;
     if constexpr (!is_fp8_v<I>) {  // float8 results are never float8
@@ -94,10 +98,10 @@ void visit_sum_pair(c10::ScalarType in, c10::ScalarType out, F&& f) {
     if constexpr (std::is_integral_v<I>) {
       if (out == c10::kLong) return f(ti, tag<int64_t>{});
     }
-    if constexpr (is_low_float_v<I>) {
+    if constexpr (kWidenFloat && is_low_float_v<I>) {
       if (out == c10::kFloat) return f(ti, tag<float>{});
     }
-    if constexpr (std::is_same_v<I, float>) {
+    if constexpr (kWidenFloat && std::is_same_v<I, float>) {
       if (out == c10::kDouble) return f(ti, tag<double>{});
     }
   });

@@ -215,11 +215,12 @@ Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
   plan.out_shape = out_shape(self.sizes(), reduced, keepdim);
 
   // The tensor the kernel reads: the input itself, or (for sum, mean and prod with a dtype=
-  // pair that has no kernel) its conversion to the result dtype. Every stride below is taken from
-  // this tensor, never from `self`: a conversion of a view that is not densely packed is a new
-  // layout (contiguous), and describing it with the view's strides reads the wrong elements.
+  // pair that has no kernel, dispatch.h) its conversion to the result dtype. Every stride below is
+  // taken from this tensor, never from `self`: a conversion of a view that is not densely packed is
+  // a new layout (contiguous), and describing it with the view's strides reads the wrong elements.
   plan.input = self;
-  if (takes_dtype(kind) && !native_sum_pair(self.scalar_type(), plan.out_dtype))
+  if (takes_dtype(kind) &&
+      !native_sum_pair(self.scalar_type(), plan.out_dtype, /*widen_float=*/kind != OpKind::kProd))
     plan.input = self.to(plan.out_dtype);
   const at::Tensor& src = plan.input;
 

@@ -11,6 +11,8 @@ import math
 import pytest
 import torch
 from conftest import ALL_DTYPES, ALL_LAYOUTS, DEVICES, FP8_DTYPES, assert_sum_close, make_input
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import torch_reduce
 
@@ -187,3 +189,44 @@ def test_fp8_extremes_keep_infinities(device, dtype, op):
     assert torch.equal(fn(s).float().isnan(), s.float().isnan())
     if dtype == torch.float8_e5m2:
         assert fn(s).float().item() == big
+
+
+# The floating widenings of dtype=: sum and mean have kernels for them, prod converts first.
+WIDENINGS = [
+    (torch.bfloat16, torch.float32),
+    (torch.float16, torch.float32),
+    (torch.float32, torch.float64),
+    (torch.float8_e4m3fn, torch.float32),
+    (torch.float8_e5m2, torch.float32),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@settings(max_examples=60, deadline=None)
+@given(
+    op=st.sampled_from(["sum", "mean", "prod"]),
+    pair=st.sampled_from(WIDENINGS),
+    case=st.sampled_from(CASES),
+    layout=st.sampled_from(ALL_LAYOUTS),
+    keepdim=st.booleans(),
+)
+def test_widening_dtype_has_the_bits_of_converting_first(device, op, pair, case, layout, keepdim):
+    """A floating dtype= wider than the input gives the bits of the op on the input converted
+    first: the conversion is exact and the canonical order does not depend on the input dtype.
+    prod takes these pairs that way (dispatch.h); sum and mean have kernels of their own, which
+    must keep the same order."""
+    src, dst = pair
+    if op == "prod" and src in FP8_DTYPES:
+        return  # torch has no float8 prod, and neither do we
+    shape, dims = case
+    x = make_input(shape, src, device, layout)
+    if op == "prod":
+        x = prod_values(x)
+    fn = getattr(torch_reduce, op)
+    got = fn(x, dims, keepdim, dtype=dst)
+    want = fn(x.to(dst), dims, keepdim)
+    assert got.dtype == want.dtype == dst and got.shape == want.shape
+    assert torch.equal(got.isnan(), want.isnan())
+    ok = ~want.isnan()
+    bits = torch.int64 if dst == torch.float64 else torch.int32
+    assert torch.equal(got[ok].view(bits), want[ok].view(bits)), (op, pair, case, layout)

@@ -571,19 +571,20 @@ void same_dtype(const Plan& plan, at::Tensor& out) {
   });
 }
 
-// sum, mean, prod: the (input, output) pairs of dispatch.h. Floating results use FloatOp (the
-// canonical order), integer results IntOp over int64 (a mean never has an integer result: the
-// plan raises first).
-template <template <class> class FloatOp, template <class> class IntOp>
+// sum, mean, prod: the (input, output) pairs of dispatch.h (kWidenFloat: false for prod).
+// Floating results use FloatOp (the canonical order), integer results IntOp over int64 (a mean
+// never has an integer result: the plan raises first).
+template <template <class> class FloatOp, template <class> class IntOp, bool kWidenFloat = true>
 void with_dtype(const Plan& plan, at::Tensor& out) {
-  visit_sum_pair<true>(plan.input.scalar_type(), plan.out_dtype, [&](auto ti, auto to) {
+  const auto run = [&](auto ti, auto to) {
     using in_t = typename decltype(ti)::type;
     using out_t = typename decltype(to)::type;
     if constexpr (std::is_integral_v<out_t>)
       reduce_cpu<IntOp<int64_t>, in_t, out_t>(plan, out);
     else
       reduce_cpu<FloatOp<acc_of<out_t>>, in_t, out_t>(plan, out);
-  });
+  };
+  visit_sum_pair<true, kWidenFloat>(plan.input.scalar_type(), plan.out_dtype, run);
 }
 
 template <template <class> class OpT>
@@ -609,7 +610,7 @@ void cpu_launch(const Plan& plan, at::Tensor& out) {
     case OpKind::kMean:
       return with_dtype<CanonMeanOp, SumOp>(plan, out);
     case OpKind::kProd:
-      return with_dtype<CanonProdOp, ProdOp>(plan, out);
+      return with_dtype<CanonProdOp, ProdOp, false>(plan, out);
     case OpKind::kAmax:
       return same_dtype<MaxOp, true>(plan, out);
     case OpKind::kAmin:

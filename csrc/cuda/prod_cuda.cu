@@ -1,4 +1,5 @@
-// The prod kernels: the sum's (input, output) pairs, without float8 (torch has no fp8 prod).
+// The prod kernels: the sum's (input, output) pairs without float8 (torch has no fp8 prod) and
+// without the floating widenings (a floating dtype= is a conversion first; dispatch.h).
 // Floating results follow the canonical order with the scaled accumulator (CanonProdOp): the
 // CPU's bits, and no overflow before the result's own. Integer results are exact in any order
 // (int64 with wrap-around) and use the plain kernels.
@@ -11,7 +12,7 @@
 namespace treduce {
 
 void prod_cuda_launch(const Plan& plan, at::Tensor& out) {
-  visit_sum_pair(plan.input.scalar_type(), plan.out_dtype, [&](auto ti, auto to) {
+  visit_sum_pair<false, false>(plan.input.scalar_type(), plan.out_dtype, [&](auto ti, auto to) {
     using in_t = typename decltype(ti)::type;
     using out_t = typename decltype(to)::type;
     using acc_t = acc_of<out_t>;
