@@ -11,6 +11,7 @@ Environment:
   TREDUCE_ONLY_FAST=1    build only torch_reduce._fast, next to a library built elsewhere
                          (scripts/build_fast.sh: the library loads in any Python, _fast does not)
   TREDUCE_LINEINFO=1     source lines in the kernels (Nsight Compute's source view)
+  TREDUCE_SPLIT_COMPILE=N  N threads per CUDA translation unit (changes the machine code)
   TREDUCE_DEBUG=1        host debug info in the C++ objects, and the static symbol table
 """
 
@@ -70,6 +71,11 @@ nvcc_flags = ["-O3", "-std=c++17", "--expt-relaxed-constexpr"]
 # sm_90), and does not change the machine code (tools/sass_digest.py).
 if os.environ.get("TREDUCE_LINEINFO") == "1":
     nvcc_flags.append("-lineinfo")
+# cicc's and ptxas's passes in N threads per translation unit (TREDUCE_SPLIT_COMPILE=N, off by
+# default): it changes the machine code, and the change depends on N (docs/perf-log.md), so
+# a build that uses it is gated like any SASS change and names a fixed N.
+if os.environ.get("TREDUCE_SPLIT_COMPILE"):
+    nvcc_flags += ["--split-compile", str(int(os.environ["TREDUCE_SPLIT_COMPILE"]))]
 if with_cuda:
     sources += [
         f"csrc/cuda/{name}.cu"
