@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "op_list.h"
+
 namespace treduce {
 
 template <class T>
@@ -71,11 +73,14 @@ void visit_dtype(c10::ScalarType t, F&& f) {
 }
 
 // The sum/mean/prod kernels' (input, output) pairs: same dtype; integer or bool to int64; and,
-// where widen_float (sum and mean), half, bfloat16 or float8 to float and float to double.
+// where widen_float (widens_float: sum and mean), half, bfloat16 or float8 to float and float
+// to double.
 // Anything else is converted to the output dtype first (plan.cpp), which gives the same bits:
 // the conversion is exact and the canonical order does not depend on the input dtype. prod takes
 // its floating dtype= pairs that way: a rare call, whose kernels were 60 canonical-product
 // instantiations and 1.2 MB of the library.
+constexpr bool widens_float(OpKind kind) { return kind != OpKind::kProd; }
+
 inline bool native_sum_pair(c10::ScalarType in, c10::ScalarType out, bool widen_float = true) {
   if (in == out) return true;
   if (out == c10::kLong) return c10::isIntegralType(in, /*includeBool=*/true);

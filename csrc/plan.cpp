@@ -219,8 +219,7 @@ Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
   // taken from this tensor, never from `self`: a conversion of a view that is not densely packed is
   // a new layout (contiguous), and describing it with the view's strides reads the wrong elements.
   plan.input = self;
-  if (takes_dtype(kind) &&
-      !native_sum_pair(self.scalar_type(), plan.out_dtype, /*widen_float=*/kind != OpKind::kProd))
+  if (takes_dtype(kind) && !native_sum_pair(self.scalar_type(), plan.out_dtype, widens_float(kind)))
     plan.input = self.to(plan.out_dtype);
   const at::Tensor& src = plan.input;
 

@@ -63,7 +63,8 @@ if [ "${SOAK:-0}" = 1 ]; then
   grep -hE "^(FAILED|ERROR)" "$OUT"/soak_*.log | head -20
   tail -qn1 "$OUT"/soak_*.log | sort | uniq -c
   awk '{split($3, o, "="); split($4, e, "="); n[$2 " " o[2]] += e[2]}
-       END {for (k in n) print "fuzz", k, "examples=" n[k]}' "$OUT/fuzz_counts.txt" 2>/dev/null | sort
+       END {for (k in n) print "fuzz", k, "examples=" n[k]}' "$OUT/fuzz_counts.txt" 2>/dev/null \
+    | sort
 fi
 if [ "${SANITIZE:-0}" = 1 ]; then
   python3 scripts/sanitize_cover.py --kernels > "$OUT/kernels.log" 2>&1; tail -12 "$OUT/kernels.log"

@@ -6,12 +6,12 @@
 # Exit status: 0 when every tool reports 0 errors and finishes its cases.
 #
 # racecheck is the slow one: on an H200 a quarter of the cases took it 155 s, where the other
-# three tools finish all of them in under 3 minutes. To fit a time limit, run the cases in parts, one part per invocation:
-# SHARD=K/N passes --shard K/N to the coverage script (the K-th of N interleaved parts of its
-# cases), and TOOLS picks the tools. Parts of racecheck run side by side on one GPU died without
-# a traceback (2 of 3, 4 of 4), so run them one after another.
-#   bash scripts/sanitize.sh                                   # OUT defaults to /tmp/treduce-sanitize
-#   TOOLS=racecheck SHARD=1/4 bash scripts/sanitize.sh         # then 2/4, 3/4, 4/4
+# three tools finish all of them in under 3 minutes. To fit a time limit, run the cases in
+# parts, one part per invocation: SHARD=K/N passes --shard K/N to the coverage script (the K-th
+# of N interleaved parts of its cases), and TOOLS picks the tools. Parts of racecheck run side
+# by side on one GPU died without a traceback (2 of 3, 4 of 4), so run them one after another.
+#   bash scripts/sanitize.sh                            # OUT defaults to /tmp/treduce-sanitize
+#   TOOLS=racecheck SHARD=1/4 bash scripts/sanitize.sh  # then 2/4, 3/4, 4/4
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/treduce-sanitize}

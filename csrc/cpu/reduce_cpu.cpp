@@ -571,7 +571,7 @@ void same_dtype(const Plan& plan, at::Tensor& out) {
   });
 }
 
-// sum, mean, prod: the (input, output) pairs of dispatch.h (kWidenFloat: false for prod).
+// sum, mean, prod: the (input, output) pairs of dispatch.h (kWidenFloat: widens_float).
 // Floating results use FloatOp (the canonical order), integer results IntOp over int64 (a mean
 // never has an integer result: the plan raises first).
 template <template <class> class FloatOp, template <class> class IntOp, bool kWidenFloat = true>
@@ -610,7 +610,7 @@ void cpu_launch(const Plan& plan, at::Tensor& out) {
     case OpKind::kMean:
       return with_dtype<CanonMeanOp, SumOp>(plan, out);
     case OpKind::kProd:
-      return with_dtype<CanonProdOp, ProdOp, false>(plan, out);
+      return with_dtype<CanonProdOp, ProdOp, widens_float(OpKind::kProd)>(plan, out);
     case OpKind::kAmax:
       return same_dtype<MaxOp, true>(plan, out);
     case OpKind::kAmin:

@@ -12,7 +12,8 @@
 namespace treduce {
 
 void prod_cuda_launch(const Plan& plan, at::Tensor& out) {
-  visit_sum_pair<false, false>(plan.input.scalar_type(), plan.out_dtype, [&](auto ti, auto to) {
+  constexpr bool kWiden = widens_float(OpKind::kProd);
+  visit_sum_pair<false, kWiden>(plan.input.scalar_type(), plan.out_dtype, [&](auto ti, auto to) {
     using in_t = typename decltype(ti)::type;
     using out_t = typename decltype(to)::type;
     using acc_t = acc_of<out_t>;
