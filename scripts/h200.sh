@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, run the whole test suite, the demo and (BENCH=1) the
-# accuracy table (bench/accuracy.py) and the bench; SOAK=1 the fuzz tests' soak profile (20,000
-# examples per op and device over SOAK_PROCS seeded processes), SANITIZE=1 the kernel coverage
-# list and compute-sanitizer's four tools (scripts/sanitize.sh), EXACT=1 the exact-sum prototype
+# accuracy table (bench/accuracy.py) and the bench; SOAK=1 the fuzz tests' soak profile
+# (SOAK_EXAMPLES, default 20,000, per op and device over SOAK_PROCS seeded processes, for
+# SOAK_SECONDS at most), SANITIZE=1 the kernel coverage list and compute-sanitizer's four tools
+# (scripts/sanitize.sh), EXACT=1 the exact-sum prototype
 # (bench/exact/proto.py: bits against the host's exact sum, speed against plain and canonical),
 # PROGRESSION=1 the seed's kernel progression (bench/progression/run.py), SWEEP=K/N the K-th
 # of N shards of the workload sweep (bench/sweep.py; join them with its --merge), CPP=1 the C++
@@ -48,23 +49,49 @@ if [ "${CPP:-0}" = 1 ]; then
 fi
 if [ "${SOAK:-0}" = 1 ]; then
   # SOAK_PROCS processes side by side, each with its own hypothesis seed and its share of the
-  # 20,000 examples per op and device, so that every op's examples spread over all the cores
-  # (pytest-xdist gives a test, one op on one device, to one worker). The counts are summed.
+  # examples per op and device, so that every op's examples spread over all the cores
+  # (pytest-xdist gives a test, one op on one device, to one worker). Process k starts at the
+  # k-th op, so that a run cut by a time limit leaves no op behind. SOAK_DEVICES picks the tests
+  # (cpu, cuda or both). Every test writes its count, outcome and seconds, even when it is cut
+  # short; the counts are summed per device and op. Process k's seed is SOAK_SEED_BASE + k, so
+  # that a second soak with another base adds fresh draws.
   rm -f "$OUT/fuzz_counts.txt"
   procs=${SOAK_PROCS:-15}
+  read -r -a ops <<< "$(python3 -c 'import sys; sys.path.insert(0, "tests")
+from fuzz_cases import OPS; print(*OPS)')"
+  ids=()
+  for dev in ${SOAK_DEVICES:-cpu cuda}; do
+    for op in "${ops[@]}"; do
+      case $dev in
+        cpu) ids+=("tests/test_fuzz.py::test_fuzz_cpu[$op]") ;;
+        cuda) ids+=("tests/test_fuzz.py::test_fuzz_cuda_against_torch_and_cpu[$op]") ;;
+      esac
+    done
+  done
+  # SOAK_SECONDS stops the processes with SIGINT after that long. A background job of a script
+  # ignores SIGINT, so each pytest runs under a line of Python that restores the default handler.
+  pytest_int=(python3 -c "import signal, sys, pytest
+signal.signal(signal.SIGINT, signal.default_int_handler); sys.exit(pytest.main(sys.argv[1:]))")
   soak_pids=()
   for k in $(seq 1 "$procs"); do
-    TREDUCE_FUZZ=soak TREDUCE_FUZZ_EXAMPLES=$(( (20000 + procs - 1) / procs )) \
-      TREDUCE_FUZZ_LOG="$OUT/fuzz_counts.txt" python3 -m pytest -q -p no:cacheprovider \
-      --hypothesis-seed="$k" tests/test_fuzz.py ${SOAK_ARGS:-} > "$OUT/soak_$k.log" 2>&1 &
+    r=$(( (k - 1) % ${#ids[@]} )) seed=$(( ${SOAK_SEED_BASE:-0} + k ))
+    TREDUCE_FUZZ=soak TREDUCE_FUZZ_EXAMPLES=$(( (${SOAK_EXAMPLES:-20000} + procs - 1) / procs )) \
+      TREDUCE_FUZZ_LOG="$OUT/fuzz_counts.txt" "${pytest_int[@]}" -q -p no:cacheprovider \
+      --hypothesis-seed="$seed" "${ids[@]:r}" "${ids[@]:0:r}" > "$OUT/soak_$k.log" 2>&1 &
     soak_pids+=($!)
   done
+  if [ -n "${SOAK_SECONDS:-}" ]; then
+    (sleep "$SOAK_SECONDS"; kill -INT "${soak_pids[@]}" 2>/dev/null) &
+    stopper=$!
+  fi
   for pid in "${soak_pids[@]}"; do wait "$pid"; done
+  [ -n "${SOAK_SECONDS:-}" ] && kill "$stopper" 2>/dev/null
   grep -hE "^(FAILED|ERROR)" "$OUT"/soak_*.log | head -20
   tail -qn1 "$OUT"/soak_*.log | sort | uniq -c
-  awk '{split($3, o, "="); split($4, e, "="); n[$2 " " o[2]] += e[2]}
-       END {for (k in n) print "fuzz", k, "examples=" n[k]}' "$OUT/fuzz_counts.txt" 2>/dev/null \
-    | sort
+  awk '{split($3, o, "="); split($4, e, "="); k = $2 " " o[2]; n[k] += e[2]; s[k] += $6
+        if ($5 != "passed") bad[k] = bad[k] " " $5}
+       END {for (k in n) print "fuzz", k, "examples=" n[k], "process-s=" s[k] bad[k]}' \
+    "$OUT/fuzz_counts.txt" 2>/dev/null | sort
 fi
 if [ "${SANITIZE:-0}" = 1 ]; then
   python3 scripts/sanitize_cover.py --kernels > "$OUT/kernels.log" 2>&1; tail -12 "$OUT/kernels.log"

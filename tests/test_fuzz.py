@@ -15,6 +15,7 @@ it (@reproduce_failure).
 
 import collections
 import os
+import time
 
 import pytest
 import torch
@@ -36,9 +37,23 @@ import torch_reduce
 EXAMPLES_RUN = collections.Counter()  # (test, op) -> examples run
 
 
-def report(name: str, op: str) -> None:
-    """Prints the count of examples run (and appends it to $TREDUCE_FUZZ_LOG, when set)."""
-    line = f"fuzz {name} op={op} examples={EXAMPLES_RUN[name, op]}"
+def run_and_report(name: str, op: str, prop) -> None:
+    """Runs the property, then prints the count of examples run, the seconds and whether it
+    passed, and appends that line to $TREDUCE_FUZZ_LOG when set. The line is written even when
+    the run fails or is interrupted (a soak cut by its time limit still counts what it ran)."""
+    start, outcome = time.monotonic(), "interrupted"
+    try:
+        prop()
+        outcome = "passed"
+    except Exception:
+        outcome = "failed"
+        raise
+    finally:
+        report(name, op, outcome, time.monotonic() - start)
+
+
+def report(name: str, op: str, outcome: str, seconds: float) -> None:
+    line = f"fuzz {name} op={op} examples={EXAMPLES_RUN[name, op]} {outcome} {seconds:.0f}s"
     print(line)
     if os.environ.get("TREDUCE_FUZZ_LOG"):
         with open(os.environ["TREDUCE_FUZZ_LOG"], "a") as f:
@@ -73,8 +88,7 @@ def test_fuzz_cpu(op):
         EXAMPLES_RUN["cpu", op] += 1
         check(call)
 
-    prop()
-    report("cpu", op)
+    run_and_report("cpu", op, prop)
 
 
 @pytest.mark.cuda
@@ -97,5 +111,4 @@ def test_fuzz_cuda_against_torch_and_cpu(op):
             return
         check_same_bits(call, run(call, call.x), on_gpu)
 
-    prop()
-    report("cuda", op)
+    run_and_report("cuda", op, prop)
