@@ -8,8 +8,8 @@
 # racecheck is the slow one: on an H200 a quarter of the cases took it 155 s, where the other
 # three tools finish all of them in under 3 minutes. To fit a time limit, run the cases in
 # parts, one part per invocation: SHARD=K/N passes --shard K/N to the coverage script (the K-th
-# of N interleaved parts of its cases), and TOOLS picks the tools. Parts of racecheck run side
-# by side on one GPU died without a traceback (2 of 3, 4 of 4), so run them one after another.
+# of N interleaved parts of its cases), and TOOLS picks the tools. Run racecheck's parts one
+# after another: part 1 alone did not finish in 100 s on an H100.
 #   bash scripts/sanitize.sh                            # OUT defaults to /tmp/treduce-sanitize
 #   TOOLS=racecheck SHARD=1/4 bash scripts/sanitize.sh  # then 2/4, 3/4, 4/4
 set -uo pipefail
@@ -21,6 +21,9 @@ SHARD=${SHARD:-1/1}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 pids=()
+# A caller's time limit (timeout) signals this script: stop the tools too, so that none keeps the
+# GPU's memory after the call.
+trap 'kill "${pids[@]}" 2>/dev/null; exit 124' TERM INT
 for tool in "${TOOLS[@]}"; do
   flags=(--tool "$tool" --error-exitcode 1 --print-limit 50)
   # racecheck and synccheck watch only our kernels (namespace treduce); memcheck and initcheck
