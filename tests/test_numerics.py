@@ -10,11 +10,16 @@ tests/test_numerics_cuda.py compares their bits with the CPU's.
 """
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
 from conftest import cancel_data, data_sets, wide_data
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 LEAF = 64
 
@@ -207,12 +212,53 @@ def test_leaves_summed_in_any_order_only_where_that_is_exact(spread):
             assert canonical_sum(x) == np.float32(2.0 ** (20 - spread - 23))
 
 
-@pytest.mark.parametrize("spread", [0, 30, 39, 40, 41, 42, 47])
+# 12-17: the bound of bfloat16 leaves summed in float32 lanes first (13 with AVX2's eight lanes,
+# 14 with AVX-512's sixteen); 39-42: the double bound.
+@pytest.mark.parametrize("spread", [0, 12, 13, 14, 15, 16, 17, 30, 39, 40, 41, 42, 47])
 def test_bfloat16_leaves_in_any_order_only_where_that_is_exact(spread):
     for seed in range(8):
         x = torch.from_numpy(leaves_with_spread(1, spread, seed=seed, mantissa=7)).bfloat16()
         ours = torch.ops.treduce.sum(x, dtype=torch.float32)
         assert f32_bits(ours.numpy()) == f32_bits(canonical_sum(x.float().numpy())), seed
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    n=st.integers(1, 3000),
+    spread=st.integers(0, 60),
+    zeros=st.sampled_from([0.0, 0.1, 0.9]),
+    bf16=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_leaves_have_the_in_order_bits_at_any_exponent_spread(n, spread, zeros, bf16, seed):
+    """Values of random sign and mantissa over `spread` binades, some zero: whichever path a batch
+    of leaves or a leaf takes (lane-parallel where that is exact, in order elsewhere), the bits
+    are the in-order reference's."""
+    g = np.random.default_rng(seed)
+    x = g.uniform(1, 2, n) * 2.0 ** g.integers(-spread, 1, n) * g.choice([-1.0, 1.0], n)
+    x[g.random(n) < zeros] = 0.0
+    t = torch.from_numpy(x.astype(np.float32))
+    if bf16:
+        t = t.bfloat16()
+    ours = torch.ops.treduce.sum(t, dtype=torch.float32)
+    want = canonical_sum(t.float().numpy())
+    assert f32_bits(ours.numpy()) == f32_bits(want)
+
+
+@pytest.mark.parametrize("capability", ["avx2", "default"])
+def test_leaf_paths_at_each_instruction_set(capability):
+    """The lane-parallel leaves use the instruction set torch's CPU kernels use, which
+    ATEN_CPU_CAPABILITY lowers: the leaf tests above, run again at a lower level in a process of
+    their own, so that a machine with AVX-512 tests the AVX2 and the in-order paths too."""
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": capability}
+    probe = "import torch; print(torch.backends.cpu.get_cpu_capability())"
+    level = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert level.stdout.strip() == capability.upper(), level.stdout + level.stderr
+    tests = "any_order or exponent_spread or infinities or canonical_order"
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", tests]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=os.path.dirname(__file__))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert " passed" in r.stdout.splitlines()[-1], r.stdout[-500:]
 
 
 def test_leaves_with_infinities_and_nan_keep_the_in_order_result():

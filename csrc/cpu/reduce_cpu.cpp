@@ -12,11 +12,13 @@
 // slower than torch.amax before).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/Version.h>
 #include <torch/library.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -24,13 +26,11 @@
 #include <emmintrin.h>
 #include <xmmintrin.h>
 #endif
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 #include "../dispatch.h"
 #include "../plan.h"
 #include "../reduce_ops.h"
+#include "exact_leaves.h"
 
 namespace treduce {
 namespace {
@@ -66,13 +66,14 @@ template <class Op, int W>
 struct Cascade {
   using acc_t = typename Op::acc_t;
   acc_t level[24][W];
-  int64_t count = 0;
-  void push(acc_t* leaf) {
-    int l = 0;
-    for (int64_t c = count; c & 1; c >>= 1, ++l)
-      for (int w = 0; w < W; ++w) leaf[w] = Op::combine(level[l][w], leaf[w]);
-    for (int w = 0; w < W; ++w) level[l][w] = leaf[w];
-    ++count;
+  int64_t count = 0;  // leaves pushed
+  // A node of 2^height leaves (a leaf: height 0); count must be a multiple of 2^height.
+  void push(acc_t* node, int height = 0) {
+    int l = height;
+    for (int64_t c = count >> height; c & 1; c >>= 1, ++l)
+      for (int w = 0; w < W; ++w) node[w] = Op::combine(level[l][w], node[w]);
+    for (int w = 0; w < W; ++w) level[l][w] = node[w];
+    count += int64_t(1) << height;
   }
   void result(acc_t* out) {  // merge what is left, smallest (latest) partials last
     bool any = false;
@@ -85,94 +86,35 @@ struct Cascade {
   }
 };
 
-// Leaves whose sum is exact in double in any order: then the in-order fold's bits are those of
-// any other fold, so the leaf is summed in eight double lanes side by side with AVX2 (where the
-// CPU has it; otherwise every leaf is folded in order). A value of a type with m
-// mantissa bits and biased exponent E >= 1 is a multiple of 2^(E - bias - m) (subnormals: of
-// the E = 1 unit), and the 64 values of a leaf sum to less than 2^(Emax - bias + 7) in any order,
-// so every partial sum is a multiple of the smallest unit below 2^53 of them, exact in double,
-// when Emax - Emin <= 46 - m (Emin over the nonzero values). Infinities and NaN (whose payloads
-// an order may change) and wider leaves return false and are folded in order by the caller.
-// float32: m = 23, Emax - Emin <= 23 (randn data: nearly every leaf); bfloat16: m = 7, <= 39.
-template <int kMantissa, int kExpBits>
-inline bool exponents_allow_any_order(uint32_t emax, uint32_t emin) {
-  constexpr uint32_t kInfExp = (1u << kExpBits) - 1;
-  return emax != kInfExp && (emax <= emin || emax - emin <= uint32_t(46 - kMantissa));
-}
-
+// The instruction set of the exact leaves (exact_leaves.h): the one torch's own CPU kernels use
+// (at::get_cpu_capability(), which torch's ATEN_CPU_CAPABILITY environment variable lowers: the
+// tests run each level that way), where this CPU has it.
+inline cpu::Isa leaf_isa() {
+  static const cpu::Isa isa = [] {
 #if defined(__x86_64__)
-// One AVX2 step of exact_leaf: eight float bit patterns into the exponent range (emax, emin of the
-// nonzero values, a subnormal counting as exponent 1) and the two double accumulators.
-__attribute__((target("avx2"))) inline void exact_step(__m256i bits, __m256i& emax, __m256i& emin,
-                                                       __m256d& lo, __m256d& hi) {
-  const __m256i e = _mm256_and_si256(_mm256_srli_epi32(bits, 23), _mm256_set1_epi32(0xff));
-  const __m256i zero = _mm256_cmpeq_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff)),
-                                          _mm256_setzero_si256());
-  const __m256i unit =
-      _mm256_blendv_epi8(_mm256_max_epu32(e, _mm256_set1_epi32(1)), _mm256_set1_epi32(0xff), zero);
-  emax = _mm256_max_epu32(emax, e);
-  emin = _mm256_min_epu32(emin, unit);
-  const __m256 v = _mm256_castsi256_ps(bits);
-  lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
-  hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
-}
-
-// Elements j .. j + 7 of a leaf as float bit patterns: float32 as they are, bfloat16 widened
-// (its bits are a float's top half).
-__attribute__((target("avx2"))) inline __m256i load_bits(const float* p, int j) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + j));
-}
-__attribute__((target("avx2"))) inline __m256i load_bits(const uint16_t* p, int j) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + j));
-  return _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
-}
-
-// A leaf (float32, or bfloat16 as uint16_t) whose exponent range allows any order (kMantissa:
-// its mantissa bits): its exact sum into *out, and true; else false.
-template <int kMantissa, class T>
-__attribute__((target("avx2"))) bool exact_leaf_avx2(const T* p, double* out) {
-  __m256i emax = _mm256_setzero_si256(), emin = _mm256_set1_epi32(0xff);
-  __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
-  for (int j = 0; j < kLeaf; j += 8) exact_step(load_bits(p, j), emax, emin, lo, hi);
-  alignas(32) uint32_t mx[8], mn[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(mx), emax);
-  _mm256_store_si256(reinterpret_cast<__m256i*>(mn), emin);
-  uint32_t a = 0, b = 0xff;
-  for (int l = 0; l < 8; ++l) {
-    a = std::max(a, mx[l]);
-    b = std::min(b, mn[l]);
-  }
-  if (!exponents_allow_any_order<kMantissa, 8>(a, b)) return false;
-  alignas(32) double s[8];
-  _mm256_store_pd(s, lo);
-  _mm256_store_pd(s + 4, hi);
-  *out = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-  return true;
-}
-
-bool exact_leaf_f32(const float* p, double* out) { return exact_leaf_avx2<23>(p, out); }
-bool exact_leaf_bf16(const uint16_t* p, double* out) { return exact_leaf_avx2<7>(p, out); }
-
-const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
-#else
-bool exact_leaf_f32(const float*, double*) { return false; }
-bool exact_leaf_bf16(const uint16_t*, double*) { return false; }
-const bool kHaveAvx2 = false;
+    const std::string cap = at::get_cpu_capability();
+    if (cap == "AVX512" && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
+      return cpu::Isa::kAvx512;
+    if ((cap == "AVX512" || cap == "AVX2") && __builtin_cpu_supports("avx2"))
+      return cpu::Isa::kAvx2;
 #endif
+    return cpu::Isa::kScalar;
+  }();
+  return isa;
+}
 
-// Whether exact_leaf serves Op over in_t: the float64 leaf sums of float32 and bfloat16 inputs.
+// Whether exact_leaves serves Op over in_t: the float64 leaf sums of float32 and bfloat16 inputs.
 template <class Op, class in_t>
 constexpr bool kExactLeaves = kSequentialLeaves<Op> && std::is_same_v<typename Op::acc_t, double> &&
                               std::is_same_v<typename Op::value_t, float> &&
                               (std::is_same_v<in_t, float> || std::is_same_v<in_t, c10::BFloat16>);
 
-template <class in_t>
-inline bool exact_leaf(const in_t* p, double* out) {
-  if (!kHaveAvx2) return false;
+template <int kLeaves, class in_t>
+inline bool exact_leaves(const in_t* p, double* out) {
   if constexpr (std::is_same_v<in_t, float>)
-    return exact_leaf_f32(p, out);
+    return cpu::exact_leaves_f32<kLeaves>(leaf_isa(), p, out);
   else
-    return exact_leaf_bf16(reinterpret_cast<const uint16_t*>(p), out);
+    return cpu::exact_leaves_bf16<kLeaves>(leaf_isa(), reinterpret_cast<const uint16_t*>(p), out);
 }
 
 #if defined(__SSE2__)
@@ -345,36 +287,40 @@ constexpr bool kSseLeaves =
 
 // A canonical sum's whole contiguous leaves from element r of `p0` on, eight at a time: eight
 // independent in-order chains, interleaved for the pipeline (each leaf's own order is
-// unchanged), then pushed in leaf order. Returns the first element it left.
+// unchanged), merged by their subtree of the leaf tree and pushed as one node. The cascade
+// must stand at a multiple of eight leaves (a chunk's start). Returns the first element it left.
 template <class Op, class in_t>
 int64_t push_leaf_batches(const in_t* p0, int64_t r, int64_t r1, Cascade<Op, 1>& cascade) {
   using acc_t = typename Op::acc_t;
   using value_t = typename Op::value_t;
-  constexpr int kBatch = 8;
+  constexpr int kBatch = 8, kHeight = 3;  // kBatch = 2^kHeight leaves
   for (; r + kBatch * kLeaf <= r1; r += kBatch * kLeaf) {
     const in_t* p = p0 + r;
     acc_t a[kBatch];
+    bool done = false;
     if constexpr (kExactLeaves<Op, in_t>) {
-      bool all = true;
-      for (int l = 0; l < kBatch && all; ++l) all = exact_leaf(p + l * kLeaf, &a[l]);
-      if (all) {
-        for (int l = 0; l < kBatch; ++l) cascade.push(&a[l]);
-        continue;
+      done = exact_leaves<kBatch>(p, a);
+      for (int l = 0; l < kBatch && !done; ++l) {
+        if (!exact_leaves<1>(p + l * kLeaf, &a[l])) break;
+        done = l == kBatch - 1;
       }
     }
+    if (!done) {
 #if defined(__SSE2__)
-    if constexpr (std::is_same_v<in_t, float> && std::is_same_v<value_t, float> &&
-                  std::is_same_v<acc_t, double>) {
-      eight_float_leaves(p, a);
-    } else
+      if constexpr (std::is_same_v<in_t, float> && std::is_same_v<value_t, float> &&
+                    std::is_same_v<acc_t, double>) {
+        eight_float_leaves(p, a);
+      } else
 #endif
-    {
-      for (int l = 0; l < kBatch; ++l) a[l] = Op::identity();
-      for (int64_t j = 0; j < kLeaf; ++j)
-        for (int l = 0; l < kBatch; ++l)
-          a[l] = Op::reduce(a[l], static_cast<value_t>(p[l * kLeaf + j]));
+      {
+        for (int l = 0; l < kBatch; ++l) a[l] = Op::identity();
+        for (int64_t j = 0; j < kLeaf; ++j)
+          for (int l = 0; l < kBatch; ++l)
+            a[l] = Op::reduce(a[l], static_cast<value_t>(p[l * kLeaf + j]));
+      }
     }
-    for (int l = 0; l < kBatch; ++l) cascade.push(&a[l]);
+    acc_t node = tree_combine<Op>(a, kBatch);
+    cascade.push(&node, kHeight);
   }
   return r;
 }
