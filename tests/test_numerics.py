@@ -163,6 +163,19 @@ def test_each_output_follows_the_canonical_order():
         assert f32_bits(rows[i].numpy()) == want and f32_bits(cols[i].numpy()) == want, i
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("k,c", [(1, 64), (63, 64), (65, 130), (1000, 200), (4100, 64)])
+def test_columns_follow_the_canonical_order(dtype, k, c):
+    """Column sums (the CPU's tiles of neighbouring outputs, vector lanes where a tile is whole):
+    every output the canonical sum of its column, partial tiles included."""
+    # every column cancels (cancel_data), so another order within a leaf gives other bits
+    x = torch.stack([cancel_data(k, seed=k + j) for j in range(c)], 1).to(dtype)
+    got = torch.ops.treduce.sum(x, [0], dtype=torch.float32)
+    for j in range(c):
+        want = f32_bits(canonical_sum(x[:, j].float().numpy()))
+        assert f32_bits(got[j].numpy()) == want, j
+
+
 def f32(t):
     return t.view(torch.int32)  # compare bits (and -0.0 against +0.0)
 
@@ -247,14 +260,14 @@ def test_leaves_have_the_in_order_bits_at_any_exponent_spread(n, spread, zeros, 
 
 @pytest.mark.parametrize("capability", ["avx2", "default"])
 def test_leaf_paths_at_each_instruction_set(capability):
-    """The lane-parallel leaves use the instruction set torch's CPU kernels use, which
-    ATEN_CPU_CAPABILITY lowers: the leaf tests above, run again at a lower level in a process of
-    their own, so that a machine with AVX-512 tests the AVX2 and the in-order paths too."""
+    """The vector paths (exact leaves, column tiles) use the instruction set torch's CPU kernels
+    use, which ATEN_CPU_CAPABILITY lowers: their tests, run again at a lower level in a process of
+    their own, so that a machine with AVX-512 tests the AVX2 and the scalar paths too."""
     env = {**os.environ, "ATEN_CPU_CAPABILITY": capability}
     probe = "import torch; print(torch.backends.cpu.get_cpu_capability())"
     level = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert level.stdout.strip() == capability.upper(), level.stdout + level.stderr
-    tests = "any_order or exponent_spread or infinities or canonical_order"
+    tests = "any_order or exponent_spread or infinities or canonical_order or columns"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", tests]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=os.path.dirname(__file__))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]

@@ -1,7 +1,8 @@
-// The CPU's exact leaves: leaves of a float32 or bfloat16 sum whose exponent range makes every
-// order of addition exact, summed in vector lanes instead of in order, with the in-order fold's
-// bits (docs/numerics.md). Plain C++ with GCC vector types; reduce_cpu.cpp picks the instruction
-// set and falls back to the in-order fold where a leaf's range is too wide.
+// The CPU's vector paths for float32 and bfloat16 sums in the canonical order
+// (docs/numerics.md), with the in-order fold's bits: exact leaves (a leaf whose exponent range
+// makes every order of addition exact, summed in vector lanes) and column tiles (neighbouring
+// outputs side by side, each folding its leaf in order, one output a lane). Plain C++ with GCC
+// vector types; reduce_cpu.cpp picks the instruction set and keeps the scalar fold for the rest.
 #pragma once
 
 #include <algorithm>
@@ -169,7 +170,45 @@ template <class Acc, int W, int kLeaves>
   return true;
 }
 
+// One leaf of kTile neighbouring outputs of a canonical sum (the column layout): element j of
+// the leaf is p[rows[j] + w] for output w, and each output folds its n elements in order, widened
+// to double from +0, as the scalar loop does: the same additions, W outputs a vector. Sums into
+// a[0 .. kTile).
+template <int W, int kTile, class T>
+[[gnu::always_inline]] inline void tile_leaf_simd(const T* p, const int64_t* rows, int n,
+                                                  double* a) {
+  using f64v = typename VecOf<double, W>::type;
+  using f32v = typename VecOf<float, W>::type;
+  using u16v = typename VecOf<uint16_t, W>::type;
+  using u32v = typename VecOf<uint32_t, W>::type;
+  constexpr int kVecs = kTile / W;
+  f64v acc[kVecs] = {};
+  for (int j = 0; j < n; ++j) {
+    const T* q = p + rows[j];
+    for (int u = 0; u < kVecs; ++u) {
+      if constexpr (std::is_same_v<T, float>) {
+        acc[u] += __builtin_convertvector(load_vec<f32v>(q + u * W), f64v);
+      } else {  // bfloat16 bits are a float's top half
+        const u32v b = __builtin_convertvector(load_vec<u16v>(q + u * W), u32v) << 16;
+        acc[u] += __builtin_convertvector(load_vec<f32v>(&b), f64v);
+      }
+    }
+  }
+  std::memcpy(a, acc, sizeof acc);
+}
+
 #pragma GCC diagnostic pop
+
+template <int kTile, class T>
+__attribute__((target("avx2"))) void tile_leaf_avx2(const T* p, const int64_t* rows, int n,
+                                                    double* a) {
+  tile_leaf_simd<8, kTile>(p, rows, n, a);
+}
+template <int kTile, class T>
+__attribute__((target("avx512f"))) void tile_leaf_avx512(const T* p, const int64_t* rows, int n,
+                                                         double* a) {
+  tile_leaf_simd<16, kTile>(p, rows, n, a);
+}
 
 template <int kLeaves>
 __attribute__((target("avx2"))) bool exact_f32_avx2(const float* p, double* out) {
@@ -185,8 +224,7 @@ __attribute__((target("avx2"))) bool exact_bf16_avx2(const uint16_t* p, double* 
   return exact_bf16_simd<float, 8, kLeaves>(p, out) || exact_bf16_simd<double, 8, kLeaves>(p, out);
 }
 template <int kLeaves>
-__attribute__((target("avx512f,avx512bw"))) bool exact_bf16_avx512(const uint16_t* p,
-                                                                  double* out) {
+__attribute__((target("avx512f,avx512bw"))) bool exact_bf16_avx512(const uint16_t* p, double* out) {
   return exact_bf16_simd<float, 16, kLeaves>(p, out) ||
          exact_bf16_simd<double, 16, kLeaves>(p, out);
 }
@@ -210,6 +248,17 @@ inline bool exact_leaves_bf16(Isa isa, const uint16_t* p, double* out) {
 #if defined(__x86_64__)
   if (isa == Isa::kAvx512) return exact_bf16_avx512<kLeaves>(p, out);
   if (isa == Isa::kAvx2) return exact_bf16_avx2<kLeaves>(p, out);
+#endif
+  return false;
+}
+
+// A column tile's leaf (see tile_leaf_simd; T: float, or bfloat16 as uint16_t), or false where
+// the instruction set has no vector path.
+template <int kTile, class T>
+inline bool tile_leaf(Isa isa, const T* p, const int64_t* rows, int n, double* a) {
+#if defined(__x86_64__)
+  if (isa == Isa::kAvx512) return tile_leaf_avx512<kTile>(p, rows, n, a), true;
+  if (isa == Isa::kAvx2) return tile_leaf_avx2<kTile>(p, rows, n, a), true;
 #endif
   return false;
 }
