@@ -238,20 +238,18 @@ __attribute__((target("avx512f,avx512bw"))) bool exact_bf16_avx512(const uint16_
 // The instruction sets of the exact leaves; kScalar has none (every leaf is folded in order).
 enum class Isa { kScalar, kAvx2, kAvx512 };
 
-// kLeaves whole leaves from p: their exact sums into out and true, or false (see above).
-template <int kLeaves>
-inline bool exact_leaves_f32(Isa isa, const float* p, double* out) {
+// kLeaves whole leaves from p (T: float, or bfloat16 as uint16_t): their exact sums into out and
+// true, or false (see above).
+template <int kLeaves, class T>
+inline bool exact_leaves(Isa isa, const T* p, double* out) {
 #if defined(__x86_64__)
-  if (isa == Isa::kAvx512) return exact_f32_avx512<kLeaves>(p, out);
-  if (isa == Isa::kAvx2) return exact_f32_avx2<kLeaves>(p, out);
-#endif
-  return false;
-}
-template <int kLeaves>
-inline bool exact_leaves_bf16(Isa isa, const uint16_t* p, double* out) {
-#if defined(__x86_64__)
-  if (isa == Isa::kAvx512) return exact_bf16_avx512<kLeaves>(p, out);
-  if (isa == Isa::kAvx2) return exact_bf16_avx2<kLeaves>(p, out);
+  if constexpr (std::is_same_v<T, float>) {
+    if (isa == Isa::kAvx512) return exact_f32_avx512<kLeaves>(p, out);
+    if (isa == Isa::kAvx2) return exact_f32_avx2<kLeaves>(p, out);
+  } else {
+    if (isa == Isa::kAvx512) return exact_bf16_avx512<kLeaves>(p, out);
+    if (isa == Isa::kAvx2) return exact_bf16_avx2<kLeaves>(p, out);
+  }
 #endif
   return false;
 }

@@ -112,9 +112,9 @@ constexpr bool kExactLeaves = kSequentialLeaves<Op> && std::is_same_v<typename O
 template <int kLeaves, class in_t>
 inline bool exact_leaves(const in_t* p, double* out) {
   if constexpr (std::is_same_v<in_t, float>)
-    return cpu::exact_leaves_f32<kLeaves>(leaf_isa(), p, out);
+    return cpu::exact_leaves<kLeaves>(leaf_isa(), p, out);
   else
-    return cpu::exact_leaves_bf16<kLeaves>(leaf_isa(), reinterpret_cast<const uint16_t*>(p), out);
+    return cpu::exact_leaves<kLeaves>(leaf_isa(), reinterpret_cast<const uint16_t*>(p), out);
 }
 
 #if defined(__SSE2__)
@@ -299,13 +299,14 @@ int64_t push_leaf_batches(const in_t* p0, int64_t r, int64_t r1, Cascade<Op, 1>&
     const in_t* p = p0 + r;
     acc_t a[kBatch];
     bool done = false;
-    if constexpr (!kExactLeaves<Op, in_t>) cpu::prefetch_ahead(p, kBatch * kLeaf * sizeof(in_t));
-    if constexpr (kExactLeaves<Op, in_t>) {
+    if constexpr (kExactLeaves<Op, in_t>) {  // the batch, else leaf by leaf (they prefetch)
       done = exact_leaves<kBatch>(p, a);
       for (int l = 0; l < kBatch && !done; ++l) {
         if (!exact_leaves<1>(p + l * kLeaf, &a[l])) break;
         done = l == kBatch - 1;
       }
+    } else {
+      cpu::prefetch_ahead(p, kBatch * kLeaf * sizeof(in_t));
     }
     if (!done) {
 #if defined(__SSE2__)
