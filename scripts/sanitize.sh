@@ -12,6 +12,7 @@
 # after another: part 1 alone did not finish in 100 s on an H100.
 #   bash scripts/sanitize.sh                            # OUT defaults to /tmp/treduce-sanitize
 #   TOOLS=racecheck SHARD=1/4 bash scripts/sanitize.sh  # then 2/4, 3/4, 4/4
+#   TRACE=1 ...: each call is printed before it runs (where a tool's process dies)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/treduce-sanitize}
@@ -30,7 +31,7 @@ for tool in "${TOOLS[@]}"; do
   # watch every kernel, since initcheck knows memory as initialised only where an instrumented
   # kernel or a copy wrote it (torch's kernels write our inputs).
   case "$tool" in racecheck|synccheck) flags+=(--kernel-name kns=treduce) ;; esac
-  compute-sanitizer "${flags[@]}" "$PY" scripts/sanitize_cover.py --shard "$SHARD" \
+  compute-sanitizer "${flags[@]}" "$PY" scripts/sanitize_cover.py --shard "$SHARD" ${TRACE:+--trace} \
     > "$OUT/sanitize_$tool.log" 2>&1 &
   pids+=($!)
 done

@@ -10,6 +10,7 @@ configurations (torch_reduce._testing.force_launch) that the planner otherwise p
 """
 
 import argparse
+import faulthandler
 import sys
 
 import torch
@@ -115,10 +116,16 @@ def make(shape, view, dtype):
     return fill(shape)
 
 
-def run_all(big: bool, shard: tuple[int, int] = (1, 1)) -> int:
+def run_all(big: bool, shard: tuple[int, int] = (1, 1), trace: bool = False) -> int:
     """Every case (or, with shard (k, n), the k-th of n interleaved parts of CASES); the CUDA
-    graph runs in the first part only."""
+    graph runs in the first part only. trace: print each call before it runs (so that a process
+    that dies names the call it died in)."""
     calls = 0
+
+    def say(*what):
+        if trace:
+            print("  ", *what, flush=True)
+
     k, n_shards = shard
     for i, (shape, dims, view) in enumerate(CASES):
         if i % n_shards != k - 1:
@@ -134,11 +141,12 @@ def run_all(big: bool, shard: tuple[int, int] = (1, 1)) -> int:
             x = make(shape, view, dtype)
             for spec in FORCED if n <= 1 << 22 else [""]:
                 force_launch(spec)
-                for fn in (
+                for j, fn in enumerate(
                     lambda: torch_reduce.sum(x, dims),
                     lambda: torch_reduce.mean(x, dims),
                     lambda: torch_reduce.prod(1 + x / 64, dims),
                 ):
+                    say(dtype, repr(spec), ("sum", "mean", "prod")[j])
                     try:
                         fn()
                         calls += 1
@@ -146,13 +154,14 @@ def run_all(big: bool, shard: tuple[int, int] = (1, 1)) -> int:
                         if "canonical" not in str(e):
                             raise
             force_launch(None)
-            for fn in (
+            for j, fn in enumerate(
                 lambda: torch_reduce.amax(x, dims),
                 lambda: torch_reduce.amin(x, dims),
                 lambda: torch_reduce.argmax(x, d1),
                 lambda: torch_reduce.argmin(x, d1),
                 lambda: torch_reduce.sum(x, dims, dtype=torch.float64),
             ):
+                say(dtype, ("amax", "amin", "argmax", "argmin", "sum dtype=float64")[j])
                 fn()
                 calls += 1
         for dtype in (torch.int32, torch.uint8, torch.int64, torch.bool, torch.float8_e4m3fn):
@@ -173,7 +182,8 @@ def run_all(big: bool, shard: tuple[int, int] = (1, 1)) -> int:
                 ]
                 if dtype != torch.bool:
                     ops.append(lambda: torch_reduce.argmin(x, d1))
-            for fn in ops:
+            for j, fn in enumerate(ops):
+                say(dtype, "op", j)
                 fn()
                 calls += 1
     if k != 1:
@@ -200,17 +210,19 @@ def main() -> int:
         help="profile, list the kernel families launched, fail on a missing one",
     )
     ap.add_argument("--big", action="store_true", help="include the 2^25-element cases")
+    ap.add_argument("--trace", action="store_true", help="print each call before it runs")
     ap.add_argument(
         "--shard",
         default="1/1",
         help="K/N: run the K-th of N interleaved parts of the cases (processes side by side)",
     )
     args = ap.parse_args()
+    faulthandler.enable()  # a fatal signal prints the Python stack, not only the tool's exit note
     k, n_shards = (int(v) for v in args.shard.split("/"))
     if not 1 <= k <= n_shards:
         ap.error(f"--shard {args.shard}: K must be in 1..N")
     if not args.kernels:
-        calls = run_all(args.big, (k, n_shards))
+        calls = run_all(args.big, (k, n_shards), args.trace)
         torch.cuda.synchronize()
         print(f"sanitize_cover: {calls} calls done")
         return 0

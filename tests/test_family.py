@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import torch
 from conftest import DEVICES, FLOAT_DTYPES, INT_DTYPES, LAYOUTS, assert_same_bits, cases, make_input
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import torch_reduce
 
@@ -440,3 +442,68 @@ def test_cpu_extreme_zero_ties_and_nan_follow_the_order(dtype, kmax):
     full = op(x[0].contiguous(), ())
     want = _extreme_model([float(v) for v in x[0].tolist()], kmax)
     assert math.copysign(1, float(full)) == math.copysign(1, want) and float(full) == want
+
+
+def _arg_inputs(n, dtype, seed):
+    """Contiguous runs for the CPU's argmax/argmin lanes: many ties, tied zeros of both signs,
+    infinities, and NaN where a lane, a batch of eight leaves (512 elements) or a chunk (16384)
+    begins or ends."""
+    g = torch.Generator().manual_seed(seed)
+    pick = lambda pool: torch.tensor(pool, dtype=torch.float64)[  # noqa: E731
+        torch.randint(0, len(pool), (n,), generator=g)
+    ]
+    out = {
+        "ties": torch.randint(-3, 4, (n,), generator=g).double(),
+        "zeros": pick([0.0, -0.0, -1.0, 1.0]),
+        "all -inf": torch.full((n,), -math.inf, dtype=torch.float64),
+        "all +inf": torch.full((n,), math.inf, dtype=torch.float64),
+        "inf": pick([math.inf, -math.inf, 0.0, 5.0]),
+    }
+    for at in {0, n - 1, n // 2, 7, 8, 15, 16, 511, 512, 513, 16383, 16384, 16385}:
+        if at < n:
+            x = torch.randn(n, generator=g, dtype=torch.float64)
+            x[at] = math.nan
+            if at + 100 < n:
+                x[at + 100] = math.nan  # a later NaN: the first one wins
+            out[f"nan at {at}"] = x
+    return {k: v.to(dtype) for k, v in out.items()}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("n", [1, 7, 16, 511, 512, 513, 4096, 16383, 16384, 16385, 100003])
+def test_arg_lanes_match_torch(dtype, n):
+    """argmax/argmin of contiguous float32/float64 on the CPU, where whole batches of eight
+    leaves go through vector lanes that each keep their first best index: torch's index on every
+    input above, over everything and over rows."""
+    for name, x in _arg_inputs(n, dtype, seed=n).items():
+        for op in ("argmax", "argmin"):
+            ours, theirs = getattr(torch_reduce, op)(x), getattr(torch, op)(x)
+            assert ours.item() == theirs.item(), (op, name, ours.item(), theirs.item())
+            if n % 4 == 0:
+                rows = x.view(4, -1)
+                ours, theirs = getattr(torch_reduce, op)(rows, 1), getattr(torch, op)(rows, 1)
+                assert torch.equal(ours, theirs), (op, name, "rows")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n=st.integers(1, 20000),
+    pool=st.sampled_from(["randn", "ties", "zeros", "nan"]),
+    dtype=st.sampled_from([torch.float32, torch.float64]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_arg_lanes_any_run(n, pool, dtype, seed):
+    """Drawn lengths and values (ties from a few integers, zeros of both signs, rare NaN):
+    argmax and argmin give torch's index."""
+    g = np.random.default_rng(seed)
+    if pool == "ties":
+        x = g.integers(-2, 3, n).astype(np.float64)
+    elif pool == "zeros":
+        x = g.choice([0.0, -0.0, -1.0], n)
+    else:
+        x = g.standard_normal(n)
+        if pool == "nan":
+            x[g.random(n) < 1 / 2000] = np.nan
+    t = torch.from_numpy(x).to(dtype)
+    for op in ("argmax", "argmin"):
+        assert getattr(torch_reduce, op)(t).item() == getattr(torch, op)(t).item(), op

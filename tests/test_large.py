@@ -7,6 +7,8 @@ allows, on the CPU. Values are small integers, so that float sums are exact in a
 every reference is exact.
 """
 
+import gc
+
 import pytest
 import torch
 from conftest import DEVICES
@@ -20,6 +22,10 @@ BIG = 2**31 + 100  # a dim past 2^31 elements
 
 def free_bytes(device):
     if device == "cuda":
+        # The blocks that torch's caching allocator keeps from earlier tests count as free: the
+        # driver's figure alone skipped the big cases after test_int8_two_rows_past_2_31.
+        gc.collect()
+        torch.cuda.empty_cache()
         return torch.cuda.mem_get_info()[0]
     with open("/proc/meminfo") as f:
         info = dict(line.split(":", 1) for line in f)

@@ -24,18 +24,21 @@ from hypothesis import strategies as st
 LEAF = 64
 
 
+def leaf_matrix(x, leaf):
+    """x (1-d) in float64 as rows of `leaf` values, the last row padded with zeros."""
+    nleaves = -(-x.size // leaf)
+    pad = np.zeros(nleaves * leaf, dtype=np.float64)
+    pad[: x.size] = x
+    return pad.reshape(nleaves, leaf)
+
+
 def canonical_sum(values, leaf=LEAF):
     """The canonical sum of a 1-d float32 array, in numpy float64 arithmetic, rounded to float32."""
-    x = np.asarray(values, dtype=np.float32)
-    n = x.size
-    if n == 0:
+    leaves = leaf_matrix(np.asarray(values, dtype=np.float32), leaf)
+    if leaves.size == 0:
         return np.float32(0.0)
-    nleaves = -(-n // leaf)
-    pad = np.zeros(nleaves * leaf, dtype=np.float64)
-    pad[:n] = x
-    leaves = pad.reshape(nleaves, leaf)
     with np.errstate(invalid="ignore", over="ignore"):
-        s = np.zeros(nleaves, dtype=np.float64)
+        s = np.zeros(len(leaves), dtype=np.float64)
         for j in range(leaf):  # in order inside each leaf; zero padding adds nothing
             s = s + leaves[:, j]
         while s.size > 1:  # the perfect binary tree: pair (2k, 2k + 1), an odd last one waits
@@ -43,6 +46,36 @@ def canonical_sum(values, leaf=LEAF):
                 s = np.append(s, 0.0)
             s = s[0::2] + s[1::2]
         return np.float32(s[0])
+
+
+def canonical_sum64(values, leaf=LEAF, compensated=True):
+    """The canonical float64 sum (CompSumOp): each leaf folds its values in order into a pair
+    (s, c), s the running sum and c the sum of TwoSum's rounding errors; the pairs meet in the
+    perfect binary tree (s by TwoSum, c plus c plus the error); the result is s + c, rounded
+    once (s where s is infinite or NaN). compensated=False: the plain in-order double sum."""
+    leaves = leaf_matrix(np.asarray(values, dtype=np.float64), leaf)
+    if leaves.size == 0:
+        return np.float64(0.0)
+
+    def two_sum(a, b):
+        t = a + b
+        bb = t - a
+        return t, (a - (t - bb)) + (b - bb)
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        s, c = np.zeros(len(leaves)), np.zeros(len(leaves))
+        for j in range(leaf):
+            if compensated:
+                s, e = two_sum(s, leaves[:, j])
+                c = c + e
+            else:
+                s = s + leaves[:, j]
+        while s.size > 1:
+            if s.size % 2:
+                s, c = np.append(s, 0.0), np.append(c, 0.0)
+            t, e = two_sum(s[0::2], s[1::2])
+            s, c = t, (c[0::2] + c[1::2]) + e
+        return s[0] + c[0] if s[0] - s[0] == 0 else s[0]
 
 
 def f32_bits(t):
@@ -66,6 +99,67 @@ def test_the_reference_pins_the_order():
     assert f32_bits(canonical_sum(x[::-1].copy())) != ref
     assert f32_bits(np.float32(np.sum(x, dtype=np.float32))) != ref
     assert f32_bits(np.float32(np.sum(x.astype(np.float64)))) != ref
+
+
+def float64_data(n, seed):
+    """cancel_data in float64 plus noise of 2^-20: pairs up to 2^60 that cancel, so the running
+    sums round (their float32 values span more than 53 bits) while the true sum is small; the
+    compensation, and its order, show in the bits."""
+    g = torch.Generator().manual_seed(seed + 1)
+    noise = torch.randn(n, generator=g, dtype=torch.float64) * 2.0**-20
+    return cancel_data(n, seed).double() + noise
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 511, 512, 513, 1000, 16384, 16385, 100003])
+def test_float64_follows_the_canonical_order(n):
+    x = float64_data(n, seed=n)
+    want = canonical_sum64(x.numpy())
+    assert torch.ops.treduce.sum(x).numpy().view(np.uint64) == np.float64(want).view(np.uint64)
+    assert torch.ops.treduce.mean(x).item() == want / n
+    rows = x[: n - n % 7].view(7, -1)  # rows: each output's own leaves
+    got = torch.ops.treduce.sum(rows, [1]).numpy().view(np.uint64)
+    want_rows = [np.float64(canonical_sum64(r)).view(np.uint64) for r in rows.numpy()]
+    assert got.tolist() == want_rows
+
+
+def test_the_float64_reference_pins_the_order():
+    """On this data the plain in-order sum, another leaf size, the reversed order and numpy's
+    sum give other bits than the compensated canonical order, so the test above would see them."""
+    x = float64_data(100003, seed=7).numpy()
+    ref = np.float64(canonical_sum64(x)).view(np.uint64)
+    others = [
+        canonical_sum64(x, compensated=False),
+        canonical_sum64(x, leaf=32),
+        canonical_sum64(x[::-1].copy()),
+        np.sum(x),
+    ]
+    for other in others:
+        assert np.float64(other).view(np.uint64) != ref
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 3000),
+    spread=st.integers(0, 1000),
+    special=st.sampled_from([None, "inf", "-inf", "nan", "zeros"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_float64_canonical_order_at_any_spread(n, spread, special, seed):
+    """float64 values of random sign over `spread` binades, with infinities, NaN or zeros mixed
+    in: the compensated leaves (in vector lanes where the CPU has them) keep the reference's bits."""
+    g = np.random.default_rng(seed)
+    x = g.uniform(1, 2, n) * 2.0 ** g.integers(-spread // 2, spread // 2 + 1, n)
+    x *= g.choice([-1.0, 1.0], n)
+    if special is not None:
+        x[g.random(n) < 0.01] = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan, "zeros": 0.0}[
+            special
+        ]
+    ours = torch.ops.treduce.sum(torch.from_numpy(x)).numpy()
+    want = np.float64(canonical_sum64(x))
+    if np.isnan(want):
+        assert np.isnan(ours)
+    else:
+        assert ours.view(np.uint64) == want.view(np.uint64)
 
 
 # Expected bits of canonical_sum(cancel_data(n, seed)) (torch 2.11's CPU generator), stored
@@ -260,15 +354,18 @@ def test_leaves_have_the_in_order_bits_at_any_exponent_spread(n, spread, zeros, 
 
 @pytest.mark.parametrize("capability", ["avx2", "default"])
 def test_leaf_paths_at_each_instruction_set(capability):
-    """The vector paths (exact leaves, column tiles) use the instruction set torch's CPU kernels
+    """The vector paths (exact leaves, column tiles, float64's compensated leaves, argmax's and
+    argmin's lanes) use the instruction set torch's CPU kernels
     use, which ATEN_CPU_CAPABILITY lowers: their tests, run again at a lower level in a process of
     their own, so that a machine with AVX-512 tests the AVX2 and the scalar paths too."""
     env = {**os.environ, "ATEN_CPU_CAPABILITY": capability}
     probe = "import torch; print(torch.backends.cpu.get_cpu_capability())"
     level = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert level.stdout.strip() == capability.upper(), level.stdout + level.stderr
-    tests = "any_order or exponent_spread or infinities or canonical_order or columns"
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", tests]
+    tests = "any_order or exponent_spread or infinities or canonical_order or columns or lanes"
+    here = os.path.dirname(__file__)
+    files = [__file__, os.path.join(here, "test_family.py")]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *files, "-k", tests]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=os.path.dirname(__file__))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert " passed" in r.stdout.splitlines()[-1], r.stdout[-500:]

@@ -30,7 +30,8 @@
 #include "../dispatch.h"
 #include "../plan.h"
 #include "../reduce_ops.h"
-#include "exact_leaves.h"
+#include "arg_leaves.h"
+#include "sum_leaves.h"
 
 namespace treduce {
 namespace {
@@ -86,9 +87,9 @@ struct Cascade {
   }
 };
 
-// The instruction set of the exact leaves (exact_leaves.h): the one torch's own CPU kernels use
-// (at::get_cpu_capability(), which torch's ATEN_CPU_CAPABILITY environment variable lowers: the
-// tests run each level that way), where this CPU has it.
+// The instruction set of the vector paths (sum_leaves.h, arg_leaves.h): the one torch's own CPU
+// kernels use (at::get_cpu_capability(), which torch's ATEN_CPU_CAPABILITY environment variable
+// lowers: the tests run each level that way), where this CPU has it.
 inline cpu::Isa leaf_isa() {
   static const cpu::Isa isa = [] {
 #if defined(__x86_64__)
@@ -108,6 +109,22 @@ template <class Op, class in_t>
 constexpr bool kExactLeaves = kSequentialLeaves<Op> && std::is_same_v<typename Op::acc_t, double> &&
                               std::is_same_v<typename Op::value_t, float> &&
                               (std::is_same_v<in_t, float> || std::is_same_v<in_t, c10::BFloat16>);
+
+// Whether comp_leaves serves Op over in_t: the compensated leaves of float64 sums and means.
+template <class Op, class in_t>
+constexpr bool kCompLeaves = kSequentialLeaves<Op> && std::is_same_v<in_t, double> &&
+                             std::is_same_v<typename Op::acc_t, Compensated<double>>;
+
+// Whether arg_leaves serves Op over in_t: argmax/argmin of float32 and float64.
+template <class Op>
+struct arg_extreme : std::false_type {};
+template <class T, bool kMax>
+struct arg_extreme<ArgExtremeOp<T, kMax>> : std::true_type {
+  static constexpr bool max = kMax;
+};
+template <class Op, class in_t>
+constexpr bool kArgLeaves = arg_extreme<Op>::value && std::is_same_v<in_t, typename Op::value_t> &&
+                            (std::is_same_v<in_t, float> || std::is_same_v<in_t, double>);
 
 template <int kLeaves, class in_t>
 inline bool exact_leaves(const in_t* p, double* out) {
@@ -305,6 +322,9 @@ int64_t push_leaf_batches(const in_t* p0, int64_t r, int64_t r1, Cascade<Op, 1>&
         if (!exact_leaves<1>(p + l * kLeaf, &a[l])) break;
         done = l == kBatch - 1;
       }
+    } else if constexpr (kCompLeaves<Op, in_t>) {
+      done = cpu::comp_leaves<kBatch>(leaf_isa(), p, a);
+      if (!done) cpu::prefetch_ahead(p, kBatch * kLeaf * sizeof(in_t));
     } else {
       cpu::prefetch_ahead(p, kBatch * kLeaf * sizeof(in_t));
     }
@@ -324,6 +344,49 @@ int64_t push_leaf_batches(const in_t* p0, int64_t r, int64_t r1, Cascade<Op, 1>&
     }
     acc_t node = tree_combine<Op>(a, kBatch);
     cascade.push(&node, kHeight);
+  }
+  return r;
+}
+
+// Contiguous elements p[0 .. n) (logical indices r ..) of an op that is exact in any order, with
+// eight interleaved accumulators (a plain pointer loop that the compiler vectorises) merged by a
+// fixed tree.
+template <class Op, class in_t>
+typename Op::acc_t interleaved_leaf(const in_t* p, int64_t r, int64_t n) {
+  using acc_t = typename Op::acc_t;
+  using value_t = typename Op::value_t;
+  acc_t a[8];
+  for (int l = 0; l < 8; ++l) a[l] = Op::identity();
+  cpu::prefetch_ahead(p, n * sizeof(in_t));
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) a[l] = fold<Op>(a[l], static_cast<value_t>(p[j + l]), r + j + l);
+  for (; j < n; ++j) a[j & 7] = fold<Op>(a[j & 7], static_cast<value_t>(p[j]), r + j);
+  return Op::combine(Op::combine(Op::combine(a[0], a[1]), Op::combine(a[2], a[3])),
+                     Op::combine(Op::combine(a[4], a[5]), Op::combine(a[6], a[7])));
+}
+
+// An argmax's or argmin's whole contiguous leaves from element r of `p0` on, eight at a time in
+// vector lanes (arg_leaves.h), each batch pushed as one node of the leaf tree; a batch with a NaN
+// is folded leaf by leaf in order. The cascade must stand at a multiple of eight leaves (a
+// chunk's start). Returns the first element it left.
+template <class Op, class in_t>
+int64_t push_arg_batches(const in_t* p0, int64_t r, int64_t r1, Cascade<Op, 1>& cascade) {
+  using acc_t = typename Op::acc_t;
+  constexpr int kBatch = 8, kHeight = 3;  // kBatch = 2^kHeight leaves
+  constexpr int n = kBatch * kLeaf;
+  for (; r + n <= r1; r += n) {
+    const in_t* p = p0 + r;
+    int64_t k;
+    if (cpu::arg_leaves<arg_extreme<Op>::max>(leaf_isa(), p, n, &k)) {
+      acc_t node{p[k], r + k};
+      cascade.push(&node, kHeight);
+      continue;
+    }
+    for (int l = 0; l < kBatch; ++l) {
+      acc_t leaf = interleaved_leaf<Op>(p + l * kLeaf, r + l * kLeaf, kLeaf);
+      cascade.push(&leaf);
+    }
   }
   return r;
 }
@@ -348,20 +411,11 @@ typename Op::acc_t fold_one_leaf(const in_t* in, int64_t base, const IndexMap& r
     }
     return leaf;
   } else {
+    if (contiguous) return interleaved_leaf<Op>(in + base + r, r, n);
     acc_t a[8];
     for (int l = 0; l < 8; ++l) a[l] = Op::identity();
-    if (contiguous) {
-      const in_t* p = in + base + r;
-      cpu::prefetch_ahead(p, n * sizeof(in_t));
-      int64_t j = 0;
-      for (; j + 8 <= n; j += 8)
-        for (int l = 0; l < 8; ++l)
-          a[l] = fold<Op>(a[l], static_cast<value_t>(p[j + l]), r + j + l);
-      for (; j < n; ++j) a[j & 7] = fold<Op>(a[j & 7], static_cast<value_t>(p[j]), r + j);
-    } else {
-      for (int64_t j = 0; j < n; ++j, w.advance(red, one))
-        a[j & 7] = fold<Op>(a[j & 7], static_cast<value_t>(in[base + w.offset(red)]), r + j);
-    }
+    for (int64_t j = 0; j < n; ++j, w.advance(red, one))
+      a[j & 7] = fold<Op>(a[j & 7], static_cast<value_t>(in[base + w.offset(red)]), r + j);
     return Op::combine(Op::combine(Op::combine(a[0], a[1]), Op::combine(a[2], a[3])),
                        Op::combine(Op::combine(a[4], a[5]), Op::combine(a[6], a[7])));
   }
@@ -380,6 +434,9 @@ typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& re
   int64_t r = r0;
   if constexpr (kSequentialLeaves<Op>) {
     if (contiguous) r = push_leaf_batches<Op>(in + base, r, r1, cascade);
+  }
+  if constexpr (kArgLeaves<Op, in_t>) {
+    if (contiguous) r = push_arg_batches<Op>(in + base, r, r1, cascade);
   }
 #if defined(__SSE2__)
   if constexpr (kSseLeaves<Op, in_t>) {  // whole contiguous leaves, 16 lanes at a time

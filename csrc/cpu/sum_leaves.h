@@ -1,31 +1,24 @@
-// The CPU's vector paths for float32 and bfloat16 sums in the canonical order
-// (docs/numerics.md), with the in-order fold's bits: exact leaves (a leaf whose exponent range
-// makes every order of addition exact, summed in vector lanes) and column tiles (neighbouring
-// outputs side by side, each folding its leaf in order, one output a lane). Plain C++ with GCC
-// vector types; reduce_cpu.cpp picks the instruction set and keeps the scalar fold for the rest.
+// The CPU's vector paths for sums in the canonical order (docs/numerics.md), with the in-order
+// fold's bits: exact leaves of float32 and bfloat16 (a leaf whose exponent range makes every
+// order of addition exact, summed in vector lanes), column tiles (neighbouring outputs side by
+// side, each folding its leaf in order, one output a lane) and float64's compensated leaves (one
+// leaf a lane, in order). Plain C++ with GCC vector types; reduce_cpu.cpp picks the instruction
+// set and keeps the scalar fold for the rest.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "../reduce_ops.h"
+#include "vec.h"
 
 namespace treduce {
 namespace cpu {
 
 constexpr int kLeaf = int(kCanonLeaf);
-
-// How far ahead the CPU's contiguous leaf loops prefetch. 2-core Xeon VM (AVX-512), 16M float32 sum
-// at one thread: 0.69x torch without, 0.89-0.97x at 4 KB, 0.73-0.83x at 1 KB; see docs/perf-log.md.
-constexpr int kPrefetchBytes = 4096;
-
-// Prefetches the `bytes` that lie kPrefetchBytes after p (for a loop about to read p[0, bytes)).
-inline void prefetch_ahead(const void* p, int bytes) {
-  for (int c = 0; c < bytes; c += 64)
-    __builtin_prefetch(static_cast<const char*>(p) + kPrefetchBytes + c);
-}
 
 // Leaves whose sum is exact in any order: then the in-order fold's bits are those of any other
 // fold, so the leaf is summed in vector lanes (where the CPU has AVX2 or AVX-512; otherwise every
@@ -46,20 +39,7 @@ inline bool exponent_range_within(uint32_t emax, uint32_t emin) {
 constexpr int max_exact_range(int p, int m, int kLogTerms) { return p - m - 1 - kLogTerms; }
 
 #if defined(__x86_64__)
-// The vector helpers below are always inlined into a function of one instruction set, so no
-// vector crosses a call: GCC's note that passing one would change the ABI does not apply.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpsabi"
-template <class E, int W>
-struct VecOf {  // W lanes of E, as a GCC vector type
-  typedef E type __attribute__((vector_size(sizeof(E) * W)));
-};
-template <class V, class P>
-[[gnu::always_inline]] inline V load_vec(const P* p) {
-  V v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
+TREDUCE_VEC_BEGIN
 
 // The sum of a vector's W double lanes, in halves (log2 W additions deep); the caller's sums are
 // exact, so any order gives the same bits.
@@ -68,9 +48,8 @@ template <int W>
   if constexpr (W == 1) {
     return v[0];
   } else {
-    using half = typename VecOf<double, W / 2>::type;
-    const half lo = load_vec<half>(&v);
-    const half hi = load_vec<half>(reinterpret_cast<const char*>(&v) + sizeof lo);
+    typename VecOf<double, W / 2>::type lo, hi;
+    halves(v, lo, hi);
     return lane_sum<W / 2>(lo + hi);
   }
 }
@@ -84,16 +63,15 @@ struct RangeLanes {
   using Elem = std::remove_reference_t<decltype(U{}[0])>;
   static constexpr Elem kAbs = Elem(~Elem(0)) >> 1;
   U amax{}, amin1 = ~U{};
-  // The largest (kMax) or smallest lane of v, in halves.
-  template <int N, class V>
-  [[gnu::always_inline]] static Elem fold_lanes(V v, bool kMax) {
+  // The largest (kMax) or smallest of v's N lanes, in halves.
+  template <bool kMax, int N, class V>
+  [[gnu::always_inline]] static Elem fold_lanes(V v) {
     if constexpr (N == 1) {
       return v[0];
     } else {
-      using half = typename VecOf<Elem, N / 2>::type;
-      const half lo = load_vec<half>(&v);
-      const half hi = load_vec<half>(reinterpret_cast<const char*>(&v) + sizeof lo);
-      return fold_lanes<N / 2>(kMax ? (lo > hi ? lo : hi) : (lo < hi ? lo : hi), kMax);
+      typename VecOf<Elem, N / 2>::type lo, hi;
+      halves(v, lo, hi);
+      return fold_lanes<kMax, N / 2>(kMax ? (lo > hi ? lo : hi) : (lo < hi ? lo : hi));
     }
   }
   [[gnu::always_inline]] void see(U bits) {
@@ -104,7 +82,7 @@ struct RangeLanes {
   // Whether the biased exponents (a subnormal counts as 1) lie within kMaxRange binades.
   template <int kMaxRange>
   bool within() const {
-    const uint32_t a = fold_lanes<W>(amax, true), b = fold_lanes<W>(amin1, false);
+    const uint32_t a = fold_lanes<true, W>(amax), b = fold_lanes<false, W>(amin1);
     const uint32_t emin = b == Elem(~Elem(0)) ? 0xffu : std::max<uint32_t>((b + 1) >> kShift, 1);
     return exponent_range_within<kMaxRange, 8>(a >> kShift, emin);
   }
@@ -201,7 +179,54 @@ template <int W, int kTile, class T>
   std::memcpy(a, acc, sizeof acc);
 }
 
-#pragma GCC diagnostic pop
+// The transpose of W vectors of W lanes (r[i][k] -> r[k][i]), in log2(W) stages: the stage of
+// distance d swaps, in each pair of rows (i, i + d) with i & d == 0, the lanes m & d != 0 of row
+// i with the lanes m - d of row i + d (the off-diagonal d x d blocks of each 2d x 2d block).
+template <int W, int d, class V, size_t... I>
+[[gnu::always_inline]] inline void swap_lanes(V& a, V& b, std::index_sequence<I...>) {
+  const V lo = __builtin_shufflevector(a, b, ((I & d) ? W + int(I) - d : int(I))...);
+  const V hi = __builtin_shufflevector(a, b, ((I & d) ? W + int(I) : int(I) + d)...);
+  a = lo;
+  b = hi;
+}
+template <int W, int d = 1, class V>
+[[gnu::always_inline]] inline void transpose(V* r) {
+  if constexpr (d < W) {
+    for (int i = 0; i < W; ++i)
+      if (!(i & d)) swap_lanes<W, d>(r[i], r[i + d], std::make_index_sequence<W>{});
+    transpose<W, 2 * d>(r);
+  }
+}
+
+// kLeaves whole float64 leaves of a canonical sum (CompSumOp): each leaf folds its elements in
+// order into a compensated pair (TwoSum, the error into c), as CompSumOp::reduce does, one leaf a
+// lane; a block of W elements of W leaves is transposed so that vector k holds element k of each.
+// The same operations in the same order as the scalar loop: the same bits.
+template <int W, int kLeaves>
+[[gnu::always_inline]] inline void comp_f64_simd(const double* p, Compensated<double>* out) {
+  using f64v = typename VecOf<double, W>::type;
+  constexpr int kGroups = kLeaves / W;
+  static_assert(kGroups * W == kLeaves && kLeaf % W == 0);
+  f64v s[kGroups] = {}, c[kGroups] = {};
+  constexpr int kSlice = kLeaves * kLeaf * int(sizeof(double)) / (kLeaf / W);
+  for (int j = 0; j < kLeaf; j += W) {
+    prefetch_ahead(reinterpret_cast<const char*>(p) + j / W * kSlice, kSlice, kCompPrefetchBytes);
+    for (int g = 0; g < kGroups; ++g) {
+      f64v r[W];
+      for (int l = 0; l < W; ++l) r[l] = load_vec<f64v>(p + (g * W + l) * kLeaf + j);
+      transpose<W>(r);               // r[k]: element j + k of leaves gW .. gW + W - 1
+      for (int k = 0; k < W; ++k) {  // two_sum(s, r[k]) and c + e, lane by lane
+        const f64v t = s[g] + r[k], bb = t - s[g];
+        c[g] = c[g] + ((s[g] - (t - bb)) + (r[k] - bb));
+        s[g] = t;
+      }
+    }
+  }
+  for (int g = 0; g < kGroups; ++g)
+    for (int l = 0; l < W; ++l) out[g * W + l] = {s[g][l], c[g][l]};
+}
+
+TREDUCE_VEC_END
 
 template <int kTile, class T>
 __attribute__((target("avx2"))) void tile_leaf_avx2(const T* p, const int64_t* rows, int n,
@@ -233,10 +258,16 @@ __attribute__((target("avx512f,avx512bw"))) bool exact_bf16_avx512(const uint16_
          exact_bf16_simd<double, 16, kLeaves>(p, out);
 }
 
-#endif  // __x86_64__
+template <int kLeaves>
+__attribute__((target("avx2"))) void comp_f64_avx2(const double* p, Compensated<double>* out) {
+  comp_f64_simd<4, kLeaves>(p, out);
+}
+template <int kLeaves>
+__attribute__((target("avx512f"))) void comp_f64_avx512(const double* p, Compensated<double>* out) {
+  comp_f64_simd<8, kLeaves>(p, out);
+}
 
-// The instruction sets of the exact leaves; kScalar has none (every leaf is folded in order).
-enum class Isa { kScalar, kAvx2, kAvx512 };
+#endif  // __x86_64__
 
 // kLeaves whole leaves from p (T: float, or bfloat16 as uint16_t): their exact sums into out and
 // true, or false (see above).
@@ -250,6 +281,17 @@ inline bool exact_leaves(Isa isa, const T* p, double* out) {
     if (isa == Isa::kAvx512) return exact_bf16_avx512<kLeaves>(p, out);
     if (isa == Isa::kAvx2) return exact_bf16_avx2<kLeaves>(p, out);
   }
+#endif
+  return false;
+}
+
+// kLeaves whole float64 leaves from p into their compensated pairs (see comp_f64_simd), or false
+// where the instruction set has no vector path.
+template <int kLeaves>
+inline bool comp_leaves(Isa isa, const double* p, Compensated<double>* out) {
+#if defined(__x86_64__)
+  if (isa == Isa::kAvx512) return comp_f64_avx512<kLeaves>(p, out), true;
+  if (isa == Isa::kAvx2) return comp_f64_avx2<kLeaves>(p, out), true;
 #endif
   return false;
 }
