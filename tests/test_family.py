@@ -507,3 +507,38 @@ def test_arg_lanes_any_run(n, pool, dtype, seed):
     t = torch.from_numpy(x).to(dtype)
     for op in ("argmax", "argmin"):
         assert getattr(torch_reduce, op)(t).item() == getattr(torch, op)(t).item(), op
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    leaves=st.sampled_from([1, 2, 4, 8, 16, 32, 64, 256]),
+    pool=st.sampled_from(["randn", "zeros", "zeros and worse", "inf", "nan"]),
+    dtype=st.sampled_from([torch.float32, torch.float64]),
+    kmax=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_cpu_extreme_lanes_follow_the_order(leaves, pool, dtype, kmax, seed):
+    """amax/amin of contiguous runs (rows) on the CPU, whose whole batches of eight leaves go
+    through vector lanes in any order where that gives the in-order bits (no NaN, a nonzero
+    result) and the ordered fold elsewhere: the bits of _extreme_model, the sign of a tied zero
+    included. Eight rows a draw (one for the longest runs), each a run of its own."""
+    g = np.random.default_rng(seed)
+    rows, n = (1 if leaves > 64 else 8), 64 * leaves
+    worse = -1.0 if kmax else 1.0
+    shape = (rows, n)
+    x = {
+        "randn": lambda: g.standard_normal(shape),
+        "zeros": lambda: g.choice([0.0, -0.0], shape),
+        "zeros and worse": lambda: g.choice([0.0, -0.0, worse, 2 * worse], shape),
+        "inf": lambda: g.choice([np.inf, -np.inf, 1.0, -0.0], shape),
+        "nan": lambda: np.where(g.random(shape) < 0.002, np.nan, g.standard_normal(shape)),
+    }[pool]()
+    t = torch.from_numpy(x).to(dtype)
+    got = (torch_reduce.amax if kmax else torch_reduce.amin)(t, 1).tolist()
+    for i in range(rows):
+        want = _extreme_model([float(v) for v in t[i].tolist()], kmax)
+        if math.isnan(want):
+            assert math.isnan(got[i]), i
+        else:
+            same_sign = math.copysign(1, got[i]) == math.copysign(1, want)
+            assert got[i] == want and same_sign, (i, got[i], want)

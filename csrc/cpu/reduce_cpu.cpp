@@ -30,7 +30,7 @@
 #include "../dispatch.h"
 #include "../plan.h"
 #include "../reduce_ops.h"
-#include "arg_leaves.h"
+#include "extreme_leaves.h"
 #include "sum_leaves.h"
 
 namespace treduce {
@@ -87,7 +87,7 @@ struct Cascade {
   }
 };
 
-// The instruction set of the vector paths (sum_leaves.h, arg_leaves.h): the one torch's own CPU
+// The instruction set of the vector paths (sum_leaves.h, extreme_leaves.h): the one torch's own CPU
 // kernels use (at::get_cpu_capability(), which torch's ATEN_CPU_CAPABILITY environment variable
 // lowers: the tests run each level that way), where this CPU has it.
 inline cpu::Isa leaf_isa() {
@@ -301,6 +301,25 @@ template <class Op, class in_t>
 constexpr bool kSseLeaves =
     kSseTiles<Op, in_t> || (sse_extreme<Op>::value && std::is_same_v<in_t, c10::BFloat16> &&
                             std::is_same_v<typename Op::value_t, float>);
+
+// An amax's or amin's whole contiguous leaves from element r of `p0` on, eight at a time: the
+// batch's extreme in vector lanes (extreme_leaves.h), pushed as one node of the leaf tree. It
+// stops at a batch where that could differ from the in-order bits (a NaN, a zero result): the
+// caller folds the rest of the chunk with extreme_leaves(). (extreme_leaves() called here for
+// that batch instead, inlined in this loop, gave a zero of the wrong sign: GCC 12, see
+// docs/perf-log.md.) The cascade must stand at a multiple of eight leaves (a chunk's start).
+// Returns the first element it left.
+template <class Op, class in_t>
+int64_t push_extreme_batches(const in_t* p0, int64_t r, int64_t r1, Cascade<Op, 1>& cascade) {
+  using acc_t = typename Op::acc_t;
+  constexpr int kBatch = 8, kHeight = 3;  // kBatch = 2^kHeight leaves
+  constexpr int n = kBatch * kLeaf;
+  for (acc_t node; r + n <= r1; r += n) {
+    if (!cpu::extreme_run<sse_extreme<Op>::max>(leaf_isa(), p0 + r, n, &node)) break;
+    cascade.push(&node, kHeight);
+  }
+  return r;
+}
 #endif
 
 // A canonical sum's whole contiguous leaves from element r of `p0` on, eight at a time: eight
@@ -367,8 +386,8 @@ typename Op::acc_t interleaved_leaf(const in_t* p, int64_t r, int64_t n) {
 }
 
 // An argmax's or argmin's whole contiguous leaves from element r of `p0` on, eight at a time in
-// vector lanes (arg_leaves.h), each batch pushed as one node of the leaf tree; a batch with a NaN
-// is folded leaf by leaf in order. The cascade must stand at a multiple of eight leaves (a
+// vector lanes (extreme_leaves.h), each batch pushed as one node of the leaf tree; a batch with a
+// NaN is folded leaf by leaf in order. The cascade must stand at a multiple of eight leaves (a
 // chunk's start). Returns the first element it left.
 template <class Op, class in_t>
 int64_t push_arg_batches(const in_t* p0, int64_t r, int64_t r1, Cascade<Op, 1>& cascade) {
@@ -444,6 +463,7 @@ typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& re
     // vectors; four double leaves (16 vectors) ran out of SSE registers.
     constexpr int kLeaves = SseOf<typename Op::value_t>::kLanes;
     if (contiguous) {
+      if constexpr (kSseTiles<Op, in_t>) r = push_extreme_batches<Op>(in + base, r, r1, cascade);
       for (; r + kLeaves * kLeaf <= r1; r += kLeaves * kLeaf) {
         acc_t a[kLeaves];
         extreme_leaves<Op, kLeaves>(in + base + r, a);

@@ -1,4 +1,4 @@
-// What the CPU's vector paths share (sum_leaves.h, arg_leaves.h): the instruction sets, GCC
+// What the CPU's vector paths share (sum_leaves.h, extreme_leaves.h): the instruction sets, GCC
 // vector types, unaligned loads and the prefetch of contiguous leaf loops. Plain C++; no torch.
 #pragma once
 
