@@ -513,13 +513,13 @@ def test_arg_lanes_any_run(n, pool, dtype, seed):
 @given(
     leaves=st.sampled_from([1, 2, 4, 8, 16, 32, 64, 256]),
     pool=st.sampled_from(["randn", "zeros", "zeros and worse", "inf", "nan"]),
-    dtype=st.sampled_from([torch.float32, torch.float64]),
+    dtype=st.sampled_from([torch.float32, torch.float64, torch.bfloat16]),
     kmax=st.booleans(),
     seed=st.integers(0, 2**32 - 1),
 )
 def test_cpu_extreme_lanes_follow_the_order(leaves, pool, dtype, kmax, seed):
-    """amax/amin of contiguous runs (rows) on the CPU, whose whole batches of eight leaves go
-    through vector lanes in any order where that gives the in-order bits (no NaN, a nonzero
+    """amax/amin of contiguous runs (rows) of float32, float64 and bfloat16 on the CPU, whose
+    whole batches of eight leaves go through vector lanes in any order where that gives the in-order bits (no NaN, a nonzero
     result) and the ordered fold elsewhere: the bits of _extreme_model, the sign of a tied zero
     included. Eight rows a draw (one for the longest runs), each a run of its own."""
     g = np.random.default_rng(seed)

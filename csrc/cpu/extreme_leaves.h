@@ -1,4 +1,5 @@
-// The CPU's vector paths for the extremes of contiguous runs of float32 and float64, with the
+// The CPU's vector paths for the extremes of contiguous runs of float32 and float64 (and the
+// amax/amin of bfloat16), with the
 // scalar fold's results (reduce_cpu.cpp picks the instruction set and keeps the scalar fold for
 // the rest). Plain C++ with GCC vector types.
 // - argmax/argmin (ArgExtremeOp): each lane keeps the best value it has seen and that value's
@@ -81,6 +82,37 @@ template <bool kMax, int W, class T>
   *value = m;
   return true;
 }
+
+// The same for bfloat16 (as uint16_t) into a float, on the bits: as 16-bit integers,
+// b ^ ((b >> 15) & 0x7fff) orders bfloat16 values as their magnitudes with signs (-0 below +0,
+// the one order MAXPS does not keep, but a zero result returns false anyway), so the extreme is
+// PMAXSW/PMINSW of those keys (the transform is its own inverse); NaN is a magnitude above
+// 0x7f80. L lanes of 16 bits: the native width.
+template <bool kMax, int L>
+[[gnu::always_inline]] inline bool extreme_bf16_simd(const uint16_t* p, int n, float* value) {
+  using Sv = typename VecOf<int16_t, L>::type;
+  constexpr int16_t kMag = 0x7fff, kInf = 0x7f80;
+  Sv b = load_vec<Sv>(p);
+  Sv best = b ^ ((b >> 15) & kMag);
+  Sv nan = (b & kMag) > kInf;
+  for (int j = L; j < n; j += L) {
+    prefetch_ahead(p + j, L * int(sizeof(uint16_t)));
+    b = load_vec<Sv>(p + j);
+    const Sv key = b ^ ((b >> 15) & kMag);
+    nan |= (b & kMag) > kInf;
+    best = (kMax ? key > best : key < best) ? key : best;
+  }
+  int16_t any = 0;
+  for (int l = 0; l < L; ++l) any |= nan[l];
+  if (any) return false;
+  int16_t m = best[0];
+  for (int l = 1; l < L; ++l) m = (kMax ? best[l] > m : best[l] < m) ? best[l] : m;
+  const uint16_t bits = uint16_t(m ^ ((m >> 15) & kMag));
+  if ((bits & kMag) == 0) return false;
+  const uint32_t f = uint32_t(bits) << 16;
+  std::memcpy(value, &f, sizeof f);
+  return true;
+}
 TREDUCE_VEC_END
 
 template <bool kMax, class T>
@@ -90,6 +122,15 @@ __attribute__((target("avx2"))) bool extreme_avx2(const T* p, int n, T* value) {
 template <bool kMax, class T>
 __attribute__((target("avx512f"))) bool extreme_avx512(const T* p, int n, T* value) {
   return extreme_simd<kMax, 64 / sizeof(T)>(p, n, value);
+}
+template <bool kMax>
+__attribute__((target("avx2"))) bool extreme_bf16_avx2(const uint16_t* p, int n, float* value) {
+  return extreme_bf16_simd<kMax, 16>(p, n, value);
+}
+template <bool kMax>
+__attribute__((target("avx512f,avx512bw"))) bool extreme_bf16_avx512(const uint16_t* p, int n,
+                                                                     float* value) {
+  return extreme_bf16_simd<kMax, 32>(p, n, value);
 }
 template <bool kMax, class T>
 __attribute__((target("avx2"))) bool arg_avx2(const T* p, int n, int64_t* index) {
@@ -121,6 +162,15 @@ inline bool extreme_run(Isa isa, const T* p, int n, T* value) {
 #if defined(__x86_64__)
   if (isa == Isa::kAvx512) return extreme_avx512<kMax>(p, n, value);
   if (isa == Isa::kAvx2) return extreme_avx2<kMax>(p, n, value);
+#endif
+  return false;
+}
+// bfloat16 (as uint16_t), into a float.
+template <bool kMax>
+inline bool extreme_run(Isa isa, const uint16_t* p, int n, float* value) {
+#if defined(__x86_64__)
+  if (isa == Isa::kAvx512) return extreme_bf16_avx512<kMax>(p, n, value);
+  if (isa == Isa::kAvx2) return extreme_bf16_avx2<kMax>(p, n, value);
 #endif
   return false;
 }

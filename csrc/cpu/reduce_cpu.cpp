@@ -303,20 +303,34 @@ constexpr bool kSseLeaves =
                             std::is_same_v<typename Op::value_t, float>);
 
 // An amax's or amin's whole contiguous leaves from element r of `p0` on, eight at a time: the
-// batch's extreme in vector lanes (extreme_leaves.h), pushed as one node of the leaf tree. It
-// stops at a batch where that could differ from the in-order bits (a NaN, a zero result): the
-// caller folds the rest of the chunk with extreme_leaves(). (extreme_leaves() called here for
-// that batch instead, inlined in this loop, gave a zero of the wrong sign: GCC 12, see
-// docs/perf-log.md.) The cascade must stand at a multiple of eight leaves (a chunk's start).
-// Returns the first element it left.
+// batch's extreme in vector lanes (extreme_leaves.h), pushed as one node of the leaf tree, or,
+// where that could differ from the in-order bits (a NaN, a zero result), the batch four or two
+// leaves at a time through extreme_leaves(). The cascade must stand at a multiple of eight
+// leaves (a chunk's start). Returns the first element it left.
 template <class Op, class in_t>
 int64_t push_extreme_batches(const in_t* p0, int64_t r, int64_t r1, Cascade<Op, 1>& cascade) {
   using acc_t = typename Op::acc_t;
+  constexpr bool kMax = sse_extreme<Op>::max;
   constexpr int kBatch = 8, kHeight = 3;  // kBatch = 2^kHeight leaves
+  constexpr int kLeaves = SseOf<typename Op::value_t>::kLanes;
   constexpr int n = kBatch * kLeaf;
-  for (acc_t node; r + n <= r1; r += n) {
-    if (!cpu::extreme_run<sse_extreme<Op>::max>(leaf_isa(), p0 + r, n, &node)) break;
-    cascade.push(&node, kHeight);
+  for (; r + n <= r1; r += n) {
+    const in_t* p = p0 + r;
+    acc_t node;
+    bool done;
+    if constexpr (std::is_same_v<in_t, c10::BFloat16>)
+      done = cpu::extreme_run<kMax>(leaf_isa(), reinterpret_cast<const uint16_t*>(p), n, &node);
+    else
+      done = cpu::extreme_run<kMax>(leaf_isa(), p, n, &node);
+    if (done) {
+      cascade.push(&node, kHeight);
+      continue;
+    }
+    for (int l = 0; l < kBatch; l += kLeaves) {
+      acc_t a[kLeaves];
+      extreme_leaves<Op, kLeaves>(p + l * kLeaf, a);
+      for (int k = 0; k < kLeaves; ++k) cascade.push(&a[k]);
+    }
   }
   return r;
 }
@@ -463,7 +477,7 @@ typename Op::acc_t reduce_chunk(const in_t* in, int64_t base, const IndexMap& re
     // vectors; four double leaves (16 vectors) ran out of SSE registers.
     constexpr int kLeaves = SseOf<typename Op::value_t>::kLanes;
     if (contiguous) {
-      if constexpr (kSseTiles<Op, in_t>) r = push_extreme_batches<Op>(in + base, r, r1, cascade);
+      r = push_extreme_batches<Op>(in + base, r, r1, cascade);
       for (; r + kLeaves * kLeaf <= r1; r += kLeaves * kLeaf) {
         acc_t a[kLeaves];
         extreme_leaves<Op, kLeaves>(in + base + r, a);
