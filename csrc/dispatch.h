@@ -5,6 +5,7 @@
 //   visit_sum_pair<fp8, widen>(in, out, f)  f(tag<In>, tag<Out>) for each (input, output) pair
 //                              a sum, mean or prod kernel is instantiated for; native_sum_pair()
 //                              says which pairs those are
+//   visit_sum_out<In, widen>(out, f)  f(tag<Out>) for one input type's pairs
 //   acc_of<T>                  the accumulator: double for double, float for float/half/bfloat16
 //                              and float8, int64_t for every integer type and bool
 #pragma once
@@ -92,23 +93,31 @@ inline bool native_sum_pair(c10::ScalarType in, c10::ScalarType out, bool widen_
   return false;
 }
 
+// f(tag<Out>) for the output dtype `out` of input type I's kernel pair (I, out); a TypeError
+// where there is none.
+template <class I, bool kWidenFloat = true, class F>
+void visit_sum_out(c10::ScalarType out, F&& f) {
+  if constexpr (!is_fp8_v<I>) {  // float8 results are never float8
+    if (out == c10::CppTypeToScalarType<I>::value) return f(tag<I>{});
+  }
+  if constexpr (std::is_integral_v<I>) {
+    if (out == c10::kLong) return f(tag<int64_t>{});
+  }
+  if constexpr (kWidenFloat && is_low_float_v<I>) {
+    if (out == c10::kFloat) return f(tag<float>{});
+  }
+  if constexpr (kWidenFloat && std::is_same_v<I, float>) {
+    if (out == c10::kDouble) return f(tag<double>{});
+  }
+  TORCH_CHECK_TYPE(false, "treduce: no kernel for ", c10::CppTypeToScalarType<I>::value, " -> ",
+                   out);
+}
+
 template <bool kWithFp8 = false, bool kWidenFloat = true, class F>
 void visit_sum_pair(c10::ScalarType in, c10::ScalarType out, F&& f) {
   TORCH_CHECK(native_sum_pair(in, out, kWidenFloat), "treduce: no kernel for ", in, " -> ", out);
   visit_dtype<kWithFp8>(in, [&](auto ti) {
-    using I = typename decltype(ti)::type;
-    if constexpr (!is_fp8_v<I>) {  // float8 results are never float8
-      if (in == out) return f(ti, ti);
-    }
-    if constexpr (std::is_integral_v<I>) {
-      if (out == c10::kLong) return f(ti, tag<int64_t>{});
-    }
-    if constexpr (kWidenFloat && is_low_float_v<I>) {
-      if (out == c10::kFloat) return f(ti, tag<float>{});
-    }
-    if constexpr (kWidenFloat && std::is_same_v<I, float>) {
-      if (out == c10::kDouble) return f(ti, tag<double>{});
-    }
+    visit_sum_out<typename decltype(ti)::type, kWidenFloat>(out, [&](auto to) { f(ti, to); });
   });
 }
 

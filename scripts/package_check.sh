@@ -15,7 +15,7 @@ log "sdist"
 "$PY" setup.py -q sdist --dist-dir "$WORK/dist" >/dev/null 2>&1
 SDIST=$(find "$WORK/dist" -name '*.tar.gz' | head -n 1)
 tar -tzf "$SDIST" > "$WORK/sdist.txt"
-for f in csrc/dispatch.h csrc/cuda/kernels/canon_kernel.cuh csrc/cuda/binding.cuh \
+for f in csrc/dispatch.h csrc/cuda/kernels/canon_kernel.cuh csrc/cuda/call.cuh csrc/cuda/units/sum_float.cu \
   torch_reduce/include/torch_reduce/torch_reduce.h \
   torch_reduce/share/cmake/TorchReduce/TorchReduceConfig.cmake; do
   grep -q "/$f\$" "$WORK/sdist.txt" || { echo "the sdist lacks $f"; exit 1; }

@@ -1,6 +1,6 @@
 """Hooks for the tests and the bench: force the canonical kernels' launch configuration.
 
-The spec is parsed by the private op ``treduce::_force_launch`` (csrc/cuda/binding.cuh lists the
+The spec is parsed by the private op ``treduce::_force_launch`` (csrc/cuda/call.cuh lists the
 keys: "y=Y,per=P,splits=S,...", or "plain" for the plain float-accumulator kernels). It holds for
 every later call in the process until it is released with ``None`` or ``""``. Only builds with
 the CUDA backend have the op; the production path reads one atomic flag per call.

@@ -1,7 +1,6 @@
 // The CPU's vector paths for the extremes of contiguous runs of float32 and float64 (and the
-// amax/amin of bfloat16), with the
-// scalar fold's results (reduce_cpu.cpp picks the instruction set and keeps the scalar fold for
-// the rest). Plain C++ with GCC vector types.
+// amax/amin of bfloat16), with the scalar fold's results (reduce_cpu.cpp picks the instruction
+// set and keeps the scalar fold for the rest). Plain C++ with GCC vector types.
 // - argmax/argmin (ArgExtremeOp): each lane keeps the best value it has seen and that value's
 //   first index (a later value replaces it only when strictly better), then the lanes meet: the
 //   best value, and among the lanes that hold it, the smallest index. That is torch's rule, whose

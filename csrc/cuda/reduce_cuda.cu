@@ -1,6 +1,9 @@
 // CUDA backend entry points: device guard, then the shared op entry (plan.cpp) with this backend's
-// launchers; plus the pool of self-resetting counters used by split reductions.
+// launcher, which hands the call to the kernel units (call.cuh); plus the pool of self-resetting
+// counters used by split reductions, and the scratch of split launches.
 #include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
@@ -14,7 +17,9 @@
 #include <tuple>
 #include <vector>
 
-#include "binding.cuh"
+#include "../dispatch.h"
+#include "../plan.h"
+#include "call.cuh"
 
 namespace treduce {
 
@@ -55,6 +60,7 @@ unsigned* new_counter_pool(int device, cudaStream_t stream) {
 }
 }  // namespace
 
+// kCounterCapacity zeroed counters owned by (device, stream, graph capture).
 unsigned* counter_pool(const at::Tensor& like, cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   unsigned long long capture_id = 0;
@@ -73,7 +79,7 @@ unsigned* counter_pool(const at::Tensor& like, cudaStream_t stream) {
 
 namespace {
 
-// Parses a forced configuration (binding.cuh: CanonMode); "" is the default plan.
+// Parses a forced configuration (call.cuh: CanonMode); "" is the default plan.
 CanonMode parse_canon_mode(const std::string& spec) {
   CanonMode m;
   if (spec.empty()) return m;
@@ -171,26 +177,88 @@ TORCH_LIBRARY_FRAGMENT(treduce, m) { m.def("_force_launch(str spec) -> ()", &for
 
 namespace {
 
-// This backend's kernel for every op: one launcher per op family.
-void cuda_launch(const Plan& plan, at::Tensor& out) {
-  switch (plan.kind) {
+// A split launch's scratch from PyTorch's caching allocator, held until the call returns (the
+// launch is queued on the stream by then, which the allocator's reuse follows), and the stream's
+// counters.
+class TorchScratch final : public ScratchSource {
+ public:
+  TorchScratch(const at::Tensor& like, cudaStream_t stream) : like_(like), stream_(stream) {}
+  Scratch take(int64_t bytes) override {
+    buffer_ = at::empty({bytes}, like_.options().dtype(at::kByte));
+    return Scratch{buffer_.data_ptr(), counter_pool(like_, stream_)};
+  }
+
+ private:
+  const at::Tensor& like_;
+  cudaStream_t stream_;
+  at::Tensor buffer_;
+};
+
+// Each op family's kernels for the input's dtype; the plan (plan.cpp) sends them no other dtype.
+void launch_kernels(const CudaCall& call) {
+  switch (call.kind) {
     case OpKind::kSum:
-      return sum_cuda_launch(plan, out);
+      return visit_dtype<true>(call.in_dtype,
+                               [&](auto t) { sum_kernels<typename decltype(t)::type>(call); });
     case OpKind::kMean:
-      return mean_cuda_launch(plan, out);
+      return visit_dtype<true>(call.in_dtype, [&](auto t) {
+        using T = typename decltype(t)::type;
+        if constexpr (std::is_integral_v<T>) {
+          TORCH_INTERNAL_ASSERT(false, "treduce.mean: an integer input reached the kernels");
+        } else {
+          mean_kernels<T>(call);
+        }
+      });
     case OpKind::kProd:
-      return prod_cuda_launch(plan, out);
+      return visit_dtype(call.in_dtype,
+                         [&](auto t) { prod_kernels<typename decltype(t)::type>(call); });
     case OpKind::kAmax:
     case OpKind::kAmin:
-      return extreme_cuda_launch(plan, out);
+      return visit_dtype<true>(call.in_dtype,
+                               [&](auto t) { extreme_kernels<typename decltype(t)::type>(call); });
     case OpKind::kArgmax:
     case OpKind::kArgmin:
-      return arg_cuda_launch(plan, out);
+      return visit_dtype(call.in_dtype, [&](auto t) {
+        using T = typename decltype(t)::type;
+        if constexpr (std::is_same_v<T, bool>) {
+          TORCH_INTERNAL_ASSERT(false, "treduce: bool input reached an arg kernel");
+        } else {
+          arg_kernels<T>(call);
+        }
+      });
     case OpKind::kAnd:
     case OpKind::kOr:
     case OpKind::kXor:
-      return bitwise_cuda_launch(plan, out);
+      return visit_dtype(call.in_dtype, [&](auto t) {
+        using T = typename decltype(t)::type;
+        if constexpr (std::is_integral_v<T>) {
+          bitwise_kernels<T>(call);
+        } else {
+          TORCH_INTERNAL_ASSERT(false, "treduce: floating-point input reached a bitwise kernel");
+        }
+      });
   }
+}
+
+// This backend's kernel for every op: the call, as the kernel units see it, on the current
+// stream; then the launch's check.
+void cuda_launch(const Plan& plan, at::Tensor& out) {
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const cudaDeviceProp* props = at::cuda::getCurrentDeviceProperties();
+  TorchScratch scratch(plan.input, stream);
+  const CudaCall call{plan.kind,
+                      plan.input.scalar_type(),
+                      plan.out_dtype,
+                      plan.input.const_data_ptr(),
+                      out.mutable_data_ptr(),
+                      plan.geom,
+                      stream,
+                      props->multiProcessorCount,
+                      props->major >= 9,
+                      canon_mode(),
+                      &scratch};
+  launch_kernels(call);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // A device guard for the input's device around everything (plan, allocation, counters, launch),

@@ -18,24 +18,6 @@ bool chunk_rows(const Geometry& g, const void* in) {
   return stages_unaligned<Op, in_t>() ? one_run_rows<in_t>(g) : aligned_rows<in_t>(g, in);
 }
 
-// A forced configuration for tests (treduce._force_launch, see binding.cuh): 0 means automatic.
-struct CanonOverride {
-  int y = 0;         // leaf lanes per block (a power of two dividing kCanonThreads)
-  int splits = 0;    // blocks per tile along K
-  int rounds = 0;    // rounds per split (a power of two)
-  int per = 0;       // leaves per thread per round (1 or 2)
-  int lat = -1;      // the latency kernel (kLat): -1 automatic, 0 never, 1 wherever the shape
-                     // allows it (one split per block; splits <= the cluster limit, <= Y, and
-                     // splits x output lanes <= kClusterSlots)
-  int small = -1;    // canon_small_kernel: -1 automatic, 0 never, 1 wherever the layout allows it
-  int threads = 0;   // canon_small_kernel's chunks: threads per block (64, 128 or 256)
-  int loop = 0;      // chunks per block (canon_small_loop_kernel: chunk_loop)
-  int cluster = -1;  // canon_small_kernel's chunks merged in a cluster (chunk_cluster): -1
-                     // automatic, 0 never, 1 wherever allowed
-  int whole = -1;    // one block per output through canon_small_kernel's kWhole instantiation:
-                     // -1 automatic (launch_small), 0 never, 1 always
-};
-
 struct CanonLaunch {
   CanonConfig cfg{};
   int pair = 0;             // rows of 2 or 4 aligned 16-byte vectors: pair_rows_kernel<..., pair>

@@ -1,0 +1,13 @@
+// The kernels of amax and amin for integer and bool inputs: one kernel unit (call.cuh).
+#include "families.cuh"
+
+namespace treduce {
+
+template void extreme_kernels<bool>(const CudaCall&);
+template void extreme_kernels<uint8_t>(const CudaCall&);
+template void extreme_kernels<int8_t>(const CudaCall&);
+template void extreme_kernels<int16_t>(const CudaCall&);
+template void extreme_kernels<int32_t>(const CudaCall&);
+template void extreme_kernels<int64_t>(const CudaCall&);
+
+}  // namespace treduce
