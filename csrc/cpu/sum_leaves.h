@@ -54,6 +54,25 @@ template <int W>
   }
 }
 
+// The sums of eight vectors of eight double lanes (v[l]: leaf l's partial sums) into out[0 .. 8):
+// pairs of vectors are folded into one whose halves are their lane groups' sums, until one
+// vector holds one lane per leaf: three stages of two shuffles and an addition per pair, instead
+// of a horizontal sum three additions deep per leaf. The caller's sums are exact, so any order
+// gives the same bits.
+[[gnu::always_inline]] inline void leaf_sums8(const VecOf<double, 8>::type* v, double* out) {
+  using V = VecOf<double, 8>::type;
+  V t[4], u[2];
+  for (int k = 0; k < 4; ++k)  // lanes 0-3: leaf 2k, 4-7: leaf 2k + 1
+    t[k] = __builtin_shufflevector(v[2 * k], v[2 * k + 1], 0, 1, 2, 3, 8, 9, 10, 11) +
+           __builtin_shufflevector(v[2 * k], v[2 * k + 1], 4, 5, 6, 7, 12, 13, 14, 15);
+  for (int k = 0; k < 2; ++k)  // two lanes a leaf, leaves 4k .. 4k + 3
+    u[k] = __builtin_shufflevector(t[2 * k], t[2 * k + 1], 0, 1, 4, 5, 8, 9, 12, 13) +
+           __builtin_shufflevector(t[2 * k], t[2 * k + 1], 2, 3, 6, 7, 10, 11, 14, 15);
+  const V w = __builtin_shufflevector(u[0], u[1], 0, 2, 4, 6, 8, 10, 12, 14) +
+              __builtin_shufflevector(u[0], u[1], 1, 3, 5, 7, 9, 11, 13, 15);
+  std::memcpy(out, &w, sizeof w);
+}
+
 // The exponent range of magnitudes seen so far, as unsigned bit patterns with the sign cleared
 // (ordered as the magnitudes): the largest, and the smallest nonzero one less one (a zero wraps
 // to the top and drops out of the minimum). U: W lanes of uint32_t (float32) or uint16_t
@@ -132,8 +151,13 @@ template <class Acc, int W, int kLeaves>
   constexpr bool kFloatLanes = std::is_same_v<Acc, float>;
   constexpr int kMaxRange = kFloatLanes ? max_exact_range(24, 7, __builtin_ctz(kLeaf / W))
                                         : max_exact_range(53, 7, __builtin_ctz(kLeaf));
+  // With AVX-512, a batch of eight leaves meets in leaf_sums8 (bfloat16 only: AVX2's batches
+  // and float32 leaves measured slower that way; docs/perf-log.md 2026-12-05).
+  using f64x8 = typename VecOf<double, 8>::type;
+  constexpr bool kTransposed = kLeaves == 8 && W == 16;
   RangeLanes<u16v, 2 * W, 7> range;
   double s[kLeaves];
+  f64x8 lanes[kTransposed ? kLeaves : 1];
   for (int l = 0; l < kLeaves; ++l) {
     const uint16_t* q = p + l * kLeaf;
     prefetch_ahead(q, kLeaf * sizeof(uint16_t));
@@ -145,8 +169,16 @@ template <class Acc, int W, int kLeaves>
       acc[0] += __builtin_convertvector(load_vec<f32v>(&even), accv);
       acc[1] += __builtin_convertvector(load_vec<f32v>(&odd), accv);
     }
-    s[l] = lane_sum<W>(__builtin_convertvector(acc[0] + acc[1], f64v));
+    const f64v d = __builtin_convertvector(acc[0] + acc[1], f64v);
+    if constexpr (kTransposed) {
+      f64x8 lo, hi;
+      halves(d, lo, hi);
+      lanes[l] = lo + hi;
+    } else {
+      s[l] = lane_sum<W>(d);
+    }
   }
+  if constexpr (kTransposed) leaf_sums8(lanes, s);
   if (!range.template within<kMaxRange>()) return false;
   for (int l = 0; l < kLeaves; ++l) out[l] = s[l];
   return true;
