@@ -9,6 +9,7 @@ whatever the layout, offset or thread count. The CUDA kernels follow the same or
 tests/test_numerics_cuda.py compares their bits with the CPU's.
 """
 
+import itertools
 import math
 import os
 import subprocess
@@ -327,6 +328,65 @@ def test_bfloat16_leaves_in_any_order_only_where_that_is_exact(spread):
         x = torch.from_numpy(leaves_with_spread(1, spread, seed=seed, mantissa=7)).bfloat16()
         ours = torch.ops.treduce.sum(x, dtype=torch.float32)
         assert f32_bits(ours.numpy()) == f32_bits(canonical_sum(x.float().numpy())), seed
+
+
+def representable_parts(units, mantissa):
+    """A positive integer as a list of integers of at most mantissa + 1 significant bits each
+    (values that a format with `mantissa` stored bits holds exactly, scaled by a power of two)."""
+    parts = []
+    while units:
+        low = max(units.bit_length() - (mantissa + 1), 0)
+        parts.append((units >> low) << low)
+        units -= parts[-1]
+    return parts
+
+
+def batch_pinning_the_leaf_tree(mantissa, max_range, k, big=0, small=(2, 4)):
+    """One batch of eight leaves that the vector path sums (exponent range exactly at its bound,
+    from 2^k to 2^(k + max_range)), whose float32 result shows where each leaf's sum meets the
+    tree. Leaves `big` and `big` + 1 hold 128 large values summing to P; the two `small` leaves
+    hold s = 2^k + u each (u: s's last mantissa bit); the rest are zeros. Where the tree adds
+    (P + s) + s (big = 0, small = (2, 4)), each addition is a tie in double (P's double ulp is
+    2u) that rounds down to P + 2^(k+1), exactly a float32 midpoint, which rounds to even below;
+    where it adds P + (s + s) (small = (2, 3)), that is exact and rounds up. So a batch whose leaf
+    sums meet out of place shows. Returns the batch and f, the float32 below the midpoint."""
+    e = k + max_range  # the largest values' exponent; P lies in [2^(e+7), 2^(e+8))
+    u = 2.0 ** (k - mantissa)
+    f = 2.0 ** (e + 7) + 2.0 ** (e + 1)  # a float32 with an even last bit
+    half = 2.0 ** (e - 17)  # half a float32 ulp at f
+    adjust = int((half - 2.0 ** (k + 1)) / 2.0**k)  # P = f + adjust * 2^k
+    adjust_values = [p * 2.0**k for p in representable_parts(adjust, mantissa)]
+    # 128 values: 1.5 * 2^e n15 times and 2^e n1 times (130 * 2^e = f in all), then the adjustment.
+    n15 = 2 * (2 + len(adjust_values))
+    n1 = 128 - len(adjust_values) - n15
+    values = [1.5 * 2.0**e] * n15 + [2.0**e] * n1 + adjust_values
+    assert sum(values) == f + half - 2.0 ** (k + 1)  # P, exact in float64
+    x = np.zeros((8, 64))
+    x[big : big + 2] = np.reshape(values, (2, 64))
+    for leaf in small:
+        x[leaf, 0] = 2.0**k + u
+    return x.reshape(-1), f
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_any_order_batches_keep_the_leaf_tree(dtype):
+    """Leaves summed in any order (a batch of eight at the vector path's range bound: float32's
+    23 binades, bfloat16's double tier at 39) still meet in the tree at their own places: every
+    placement of the large pair and the two small leaves has the in-order reference's bits."""
+    mantissa, max_range = (23, 23) if dtype == torch.float32 else (7, 39)
+    x, f = batch_pinning_the_leaf_tree(mantissa, max_range, k=-20)
+    assert canonical_sum(x.astype(np.float32)) == np.float32(f)  # the ties, rounded below
+    x, _ = batch_pinning_the_leaf_tree(mantissa, max_range, k=-20, small=(2, 3))
+    assert canonical_sum(x.astype(np.float32)) > np.float32(f)  # the exact sum, above
+    for big in (0, 2, 4, 6):
+        others = [leaf for leaf in range(8) if leaf not in (big, big + 1)]
+        for small in itertools.combinations(others, 2):
+            x, _ = batch_pinning_the_leaf_tree(mantissa, max_range, -20, big, small)
+            t = torch.from_numpy(x).to(dtype)
+            assert torch.equal(t.double(), torch.from_numpy(x))  # every value exact in dtype
+            ours = torch.ops.treduce.sum(t, dtype=torch.float32)
+            want = canonical_sum(x.astype(np.float32))
+            assert f32_bits(ours.numpy()) == f32_bits(want), (big, small)
 
 
 @settings(max_examples=300, deadline=None)
