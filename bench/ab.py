@@ -1,7 +1,8 @@
 """A/B timing of two builds of the library on one machine, for a change that moves the machine
 code of the canonical kernels: the grid's floating sum and mean cells (bench.py) plus bfloat16 and
-float16 ones, each timed with the build that is on sys.path, ours and the plain kernels
-alternately (bench.py's medians, L2 flushed).
+float16 ones and the canonical column kernels of two and four outputs a thread (products
+included), each timed with the build that is on sys.path, ours and the plain kernels alternately
+(bench.py's medians, L2 flushed; for products "plain" is the canonical kernel again).
 
 Two builds cannot share a process (both register treduce::*), so each run is its own process;
 alternate them so that drift on the host falls on both:
@@ -31,7 +32,7 @@ TIMINGS = 3  # timings of ours and of plain per cell and run, alternately; each 
 
 
 def cases():
-    from bench import BF16, F16, Case, grid
+    from bench import BF16, F16, F32, Case, grid
 
     out = [c for c in grid(quick=False) if c.op in ("sum", "mean") and c.dtype.is_floating_point]
     out += [
@@ -40,6 +41,21 @@ def cases():
         Case("short rows", "sum bf16 (2^23,8) d1", (1 << 23, 8), BF16, "sum", (1,)),
         Case("mid dim", "sum bf16 (64,4096,8) d1", (64, 4096, 8), BF16, "sum", (1,)),
         Case("latency", "sum bf16 2^16", (1 << 16,), BF16, "sum", None),
+    ]
+    # The canonical column kernels of two and four outputs a thread (kVec = 2 staged: a mid dim
+    # of C = 2; kVec = 4: columns), products included: the kernels whose machine code moved when
+    # the kernel units were split (docs/perf-log.md 2026-12-05).
+    out += [
+        Case("mid dim", f"{op} f32 (64,65536,2) d1", (64, 65536, 2), F32, op, (1,))
+        for op in ("sum", "mean", "prod")
+    ]
+    out += [
+        Case("mid dim", f"prod {n} (64,65536,2) d1", (64, 65536, 2), t, "prod", (1,))
+        for n, t in (("bf16", BF16), ("f16", F16))
+    ]
+    out += [
+        Case("columns", f"prod {n} (4096,4096) d0", (4096, 4096), t, "prod", (0,))
+        for n, t in (("f32", F32), ("bf16", BF16), ("f16", F16))
     ]
     return out
 
