@@ -14,12 +14,15 @@ alternate them so that drift on the host falls on both:
 
 DIR/<label>_<n>.json holds one run. --compare prints, for each cell, the median over the runs of
 each label, and the time ratio of the label that ran second to the one that ran first (> 1.00:
-the second is slower).
+the second is slower). Each run also records a digest of each case's output bits (the inputs are
+seeded): --compare names every case whose bits differ between the runs, so a change that moves the
+machine code is checked for its bits on the cases it is timed on.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import sys
@@ -73,10 +76,12 @@ def time_case(case) -> dict:
     for _ in range(TIMINGS):
         ours.append(timed(bench_ms, "treduce", lambda: fn(x)) * 1e3)
         plain.append(timed(bench_ms, "plain", lambda: fn(x)) * 1e3)
+    out = fn(x).detach().cpu().contiguous().reshape(-1)
     return {
         "case": case.name,
         "ours_us": statistics.median(ours),
         "plain_us": statistics.median(plain),
+        "bits": hashlib.sha256(out.view(torch.uint8).numpy().tobytes()).hexdigest()[:16],
     }
 
 
@@ -125,6 +130,13 @@ def compare(folder: Path) -> None:
         print(f"| {c} | {ta:.1f} | {tb:.1f} | {tb / ta:.3f} | {pa:.3f} | {pb:.3f} |")
     geo = statistics.geometric_mean(ratios)
     print(f"geometric mean {b}/{a}: {geo:.3f}; worst {max(ratios):.3f}; best {min(ratios):.3f}")
+    digests = {
+        c: {r.get("bits") for run in ra + rb for r in run["rows"] if r["case"] == c} for c in names
+    }
+    moved = [c for c in names if len(digests[c]) != 1 or None in digests[c]]
+    print(f"output bits: {len(names) - len(moved)} of {len(names)} cases identical over all runs")
+    for c in moved:
+        print(f"  BITS DIFFER: {c}: {sorted(map(str, digests[c]))}")
 
 
 def main() -> None:
