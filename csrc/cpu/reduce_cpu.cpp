@@ -49,6 +49,19 @@ typename Op::acc_t tree_combine(typename Op::acc_t* p, int64_t n) {
   return n > 0 ? p[0] : Op::identity();
 }
 
+// The same tree over a power-of-two count known at compile time, as one expression whose nodes
+// stay in registers: (p0 p1) (p2 p3) ..., the same combines in the same order. The loop above
+// keeps its nodes in memory, a store and a load between dependent additions: for a batch of
+// eight float32 leaves that tree took about an eighth of a sum's time on one thread.
+template <class Op, int N>
+typename Op::acc_t tree_combine_pow2(const typename Op::acc_t* p) {
+  static_assert(N > 0 && (N & (N - 1)) == 0, "a power of two");
+  if constexpr (N == 1)
+    return p[0];
+  else
+    return Op::combine(tree_combine_pow2<Op, N / 2>(p), tree_combine_pow2<Op, N / 2>(p + N / 2));
+}
+
 // One element into an accumulator; the arg ops also take the element's logical index r.
 template <class Op>
 typename Op::acc_t fold(typename Op::acc_t a, typename Op::value_t v, int64_t r) {
@@ -227,7 +240,7 @@ int64_t push_leaf_batches(const in_t* p0, int64_t r, int64_t r1, Cascade<Op, 1>&
             a[l] = Op::reduce(a[l], static_cast<value_t>(p[l * kLeaf + j]));
       }
     }
-    acc_t node = tree_combine<Op>(a, kBatch);
+    acc_t node = tree_combine_pow2<Op, kBatch>(a);
     cascade.push(&node, kHeight);
   }
   return r;
