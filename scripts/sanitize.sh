@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # compute-sanitizer's four tools (memcheck, racecheck, synccheck, initcheck) over
 # scripts/sanitize_cover.py, which reaches every kernel family, planner route and op on small
-# inputs. Needs a GPU and an installed torch_reduce. The four run side by side; each log goes to
+# inputs. Needs a GPU and an installed torch_reduce. The tools run side by side; each log goes to
 # $OUT/sanitize_<tool>.log, and each tool's "ERROR SUMMARY" line and call count are printed.
 # Exit status: 0 when every tool reports 0 errors and finishes its cases.
 #
-# racecheck is the slow one: on an H200 a quarter of the cases took it 155 s, where the other
-# three tools finish all of them in under 3 minutes. To fit a time limit, run the cases in
-# parts, one part per invocation: SHARD=K/N passes --shard K/N to the coverage script (the K-th
-# of N interleaved parts of its cases), and TOOLS picks the tools. Run racecheck's parts one
-# after another: part 1 alone did not finish in 100 s on an H100.
-#   bash scripts/sanitize.sh                            # OUT defaults to /tmp/treduce-sanitize
-#   TOOLS=racecheck SHARD=1/4 bash scripts/sanitize.sh  # then 2/4, 3/4, 4/4
+# racecheck runs each case of the coverage script in a process of its own, RACECHECK_JOBS
+# (default 4) at a time, its logs in $OUT/racecheck/: a racecheck process's host memory grows
+# with its calls, and a quarter of the cases in one process reached 78 GB on a 128 GB host, where
+# the kernel's OOM killer ended it without a Python traceback ("Target application returned an
+# error"). One case takes it 10-200 s on an H100; the other three tools finish all cases in under
+# two minutes.
+#   bash scripts/sanitize.sh                              # OUT defaults to /tmp/treduce-sanitize
+#   TOOLS=racecheck RACECHECK_JOBS=8 bash scripts/sanitize.sh
+#   SHARD=K/N: only the K-th of N interleaved parts of the cases (racecheck: of each case list)
 #   TRACE=1 ...: each call is printed before it runs (where a tool's process dies)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,15 +26,51 @@ export PYTHONUNBUFFERED=1
 pids=()
 # A caller's time limit (timeout) signals this script: stop the tools too, so that none keeps the
 # GPU's memory after the call.
-trap 'kill "${pids[@]}" 2>/dev/null; exit 124' TERM INT
-for tool in "${TOOLS[@]}"; do
-  flags=(--tool "$tool" --error-exitcode 1 --print-limit 50)
+trap 'kill "${pids[@]}" 2>/dev/null; pkill -P $$ 2>/dev/null; exit 124' TERM INT
+
+# One tool over the cases of the coverage script's part $2 (K/N), into log $3.
+sanitize() {
+  local flags=(--tool "$1" --error-exitcode 1 --print-limit 50)
   # racecheck and synccheck watch only our kernels (namespace treduce); memcheck and initcheck
   # watch every kernel, since initcheck knows memory as initialised only where an instrumented
   # kernel or a copy wrote it (torch's kernels write our inputs).
-  case "$tool" in racecheck|synccheck) flags+=(--kernel-name kns=treduce) ;; esac
-  compute-sanitizer "${flags[@]}" "$PY" scripts/sanitize_cover.py --shard "$SHARD" ${TRACE:+--trace} \
-    > "$OUT/sanitize_$tool.log" 2>&1 &
+  case "$1" in racecheck|synccheck) flags+=(--kernel-name kns=treduce) ;; esac
+  compute-sanitizer "${flags[@]}" "$PY" scripts/sanitize_cover.py --shard "$2" ${TRACE:+--trace} \
+    > "$3" 2>&1
+}
+
+# racecheck: case c of the coverage script's N cases is part c/N; with SHARD=K/M, only the cases
+# of part K/M. The per-case logs are joined into $OUT/sanitize_racecheck.log.
+racecheck_cases() {
+  local n k m
+  n=$("$PY" scripts/sanitize_cover.py --count) || return 1
+  k=${SHARD%/*} m=${SHARD#*/}
+  mkdir -p "$OUT/racecheck"
+  export -f sanitize
+  export PY OUT TRACE
+  for c in $(seq 1 "$n"); do
+    (( (c - 1) % m == k - 1 )) && echo "$c/$n"
+  done | xargs -P "${RACECHECK_JOBS:-4}" -I{} bash -c \
+    'c={}; sanitize racecheck "$c" "$OUT/racecheck/case_${c%/*}.log" ||
+     echo "racecheck case $c: exit status $?" >> "$OUT/racecheck/failed.txt"'
+  local rc=0 calls
+  [ -s "$OUT/racecheck/failed.txt" ] && rc=1
+  calls=$(cat "$OUT"/racecheck/case_*.log | grep -o "sanitize_cover: [0-9]* calls" |
+          awk '{s += $2} END {print s + 0}')
+  { cat "$OUT/racecheck/failed.txt" 2>/dev/null
+    grep -h "RACECHECK SUMMARY" "$OUT"/racecheck/case_*.log | sort | uniq -c
+    echo "sanitize_cover: $calls calls done over $(ls "$OUT"/racecheck/case_*.log | wc -l) cases"
+  } > "$OUT/sanitize_racecheck.log"
+  return $rc
+}
+
+for tool in "${TOOLS[@]}"; do
+  rm -f "$OUT/racecheck/failed.txt"
+  if [ "$tool" = racecheck ]; then
+    racecheck_cases &
+  else
+    sanitize "$tool" "$SHARD" "$OUT/sanitize_$tool.log" &
+  fi
   pids+=($!)
 done
 rc=0

@@ -142,9 +142,11 @@ def run_all(big: bool, shard: tuple[int, int] = (1, 1), trace: bool = False) -> 
             for spec in FORCED if n <= 1 << 22 else [""]:
                 force_launch(spec)
                 for j, fn in enumerate(
-                    lambda: torch_reduce.sum(x, dims),
-                    lambda: torch_reduce.mean(x, dims),
-                    lambda: torch_reduce.prod(1 + x / 64, dims),
+                    (
+                        lambda: torch_reduce.sum(x, dims),
+                        lambda: torch_reduce.mean(x, dims),
+                        lambda: torch_reduce.prod(1 + x / 64, dims),
+                    )
                 ):
                     say(dtype, repr(spec), ("sum", "mean", "prod")[j])
                     try:
@@ -155,11 +157,13 @@ def run_all(big: bool, shard: tuple[int, int] = (1, 1), trace: bool = False) -> 
                             raise
             force_launch(None)
             for j, fn in enumerate(
-                lambda: torch_reduce.amax(x, dims),
-                lambda: torch_reduce.amin(x, dims),
-                lambda: torch_reduce.argmax(x, d1),
-                lambda: torch_reduce.argmin(x, d1),
-                lambda: torch_reduce.sum(x, dims, dtype=torch.float64),
+                (
+                    lambda: torch_reduce.amax(x, dims),
+                    lambda: torch_reduce.amin(x, dims),
+                    lambda: torch_reduce.argmax(x, d1),
+                    lambda: torch_reduce.argmin(x, d1),
+                    lambda: torch_reduce.sum(x, dims, dtype=torch.float64),
+                )
             ):
                 say(dtype, ("amax", "amin", "argmax", "argmin", "sum dtype=float64")[j])
                 fn()
@@ -211,12 +215,16 @@ def main() -> int:
     )
     ap.add_argument("--big", action="store_true", help="include the 2^25-element cases")
     ap.add_argument("--trace", action="store_true", help="print each call before it runs")
+    ap.add_argument("--count", action="store_true", help="print the number of cases and stop")
     ap.add_argument(
         "--shard",
         default="1/1",
         help="K/N: run the K-th of N interleaved parts of the cases (processes side by side)",
     )
     args = ap.parse_args()
+    if args.count:
+        print(len(CASES))
+        return 0
     faulthandler.enable()  # a fatal signal prints the Python stack, not only the tool's exit note
     k, n_shards = (int(v) for v in args.shard.split("/"))
     if not 1 <= k <= n_shards:
