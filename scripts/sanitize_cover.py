@@ -92,13 +92,18 @@ FORCED = [
 ]
 
 
+# The device of the inputs: "cuda", or "cpu" for a dry run of the case loop (--device cpu: the
+# script's own test, without a GPU).
+DEVICE = "cuda"
+
+
 def make(shape, view, dtype):
     def fill(s):
         if dtype.is_floating_point:
-            return torch.randn(s, device="cuda").to(dtype)
+            return torch.randn(s, device=DEVICE).to(dtype)
         if dtype == torch.bool:
-            return torch.rand(s, device="cuda") < 0.5
-        return torch.randint(-50, 50, s, device="cuda").to(dtype)
+            return torch.rand(s, device=DEVICE) < 0.5
+        return torch.randint(-50, 50, s, device=DEVICE).to(dtype)
 
     if view == "t":
         return fill(shape[::-1]).permute(*reversed(range(len(shape))))
@@ -190,7 +195,7 @@ def run_all(big: bool, shard: tuple[int, int] = (1, 1), trace: bool = False) -> 
                 say(dtype, "op", j)
                 fn()
                 calls += 1
-    if k != 1:
+    if k != 1 or DEVICE != "cuda":
         return calls
     # a CUDA graph: the counters of a capture
     x = torch.randn(1 << 20, device="cuda")
@@ -216,6 +221,7 @@ def main() -> int:
     ap.add_argument("--big", action="store_true", help="include the 2^25-element cases")
     ap.add_argument("--trace", action="store_true", help="print each call before it runs")
     ap.add_argument("--count", action="store_true", help="print the number of cases and stop")
+    ap.add_argument("--device", default="cuda", help="cpu: a dry run of the cases, without a GPU")
     ap.add_argument(
         "--shard",
         default="1/1",
@@ -229,9 +235,12 @@ def main() -> int:
     k, n_shards = (int(v) for v in args.shard.split("/"))
     if not 1 <= k <= n_shards:
         ap.error(f"--shard {args.shard}: K must be in 1..N")
+    global DEVICE
+    DEVICE = args.device
     if not args.kernels:
         calls = run_all(args.big, (k, n_shards), args.trace)
-        torch.cuda.synchronize()
+        if DEVICE == "cuda":
+            torch.cuda.synchronize()
         print(f"sanitize_cover: {calls} calls done")
         return 0
     from torch.profiler import ProfilerActivity, profile

@@ -109,3 +109,22 @@ def test_a_gpu_outside_the_arch_list_is_named(monkeypatch):
     assert torch_reduce._arch_mismatch("8.0 8.6") is not None
     assert "sm_90" in torch_reduce._arch_mismatch("10.0")
     assert torch_reduce._arch_mismatch(None) is None  # a CPU-only build
+
+
+def test_sanitizer_coverage_script_runs_its_cases():
+    """scripts/sanitize_cover.py, which compute-sanitizer runs on a GPU machine, walks its case loop
+    without a GPU (--device cpu: every op, dtype and forced configuration of one case), so that
+    an error in the script shows here and not only under the sanitizer."""
+    import pathlib
+
+    script = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "sanitize_cover.py"
+    for shard in ("1/38", "30/38"):
+        done = subprocess.run(
+            [sys.executable, str(script), "--device", "cpu", "--shard", shard],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        calls = int(done.stdout.split("sanitize_cover:")[1].split()[0])
+        assert calls > 100, done.stdout[-500:]
