@@ -24,9 +24,14 @@ SHARD=${SHARD:-1/1}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 pids=()
-# A caller's time limit (timeout) signals this script: stop the tools too, so that none keeps the
-# GPU's memory after the call.
-trap 'kill "${pids[@]}" 2>/dev/null; pkill -P $$ 2>/dev/null; exit 124' TERM INT
+# A caller's time limit (timeout) signals this script: stop the tools too (racecheck's are
+# grandchildren, under xargs), so that none keeps the GPU's memory after the call.
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1"); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null
+}
+trap 'for p in "${pids[@]}"; do kill_tree "$p"; done; exit 124' TERM INT
 
 # One tool over the cases of the coverage script's part $2 (K/N), into log $3.
 sanitize() {
