@@ -50,6 +50,7 @@ racecheck_cases() {
   local n k m
   n=$("$PY" scripts/sanitize_cover.py --count) || return 1
   k=${SHARD%/*} m=${SHARD#*/}
+  rm -rf "$OUT/racecheck"  # an earlier run's logs would join this run's counts
   mkdir -p "$OUT/racecheck"
   export -f sanitize
   export PY OUT TRACE
@@ -70,7 +71,6 @@ racecheck_cases() {
 }
 
 for tool in "${TOOLS[@]}"; do
-  rm -f "$OUT/racecheck/failed.txt"
   if [ "$tool" = racecheck ]; then
     racecheck_cases &
   else
