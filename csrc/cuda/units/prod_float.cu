@@ -1,9 +1,8 @@
-// The kernels of prod for float32 and float64 inputs: one kernel unit (call.cuh).
+// The kernels of prod for float32 inputs: one kernel unit (call.cuh).
 #include "families.cuh"
 
 namespace treduce {
 
 template void prod_kernels<float>(const CudaCall&);
-template void prod_kernels<double>(const CudaCall&);
 
 }  // namespace treduce
