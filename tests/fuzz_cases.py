@@ -135,7 +135,18 @@ def shapes(draw):
 
 def _values(n: int, dtype: torch.dtype, op: str, mode: int, gen: torch.Generator) -> torch.Tensor:
     """n fresh values of `dtype` (on the CPU): mode 0 normal (small integers), 1 ties (few
-    distinct values), 2 specials (NaN, +-inf, +-0 sprinkled in; the full integer range)."""
+    distinct values), 2 specials (NaN, +-inf, +-0 sprinkled in; the full integer range), 3 huge
+    (sums and means: magnitudes of a quarter to two thirds of the dtype's largest, so that two
+    of one sign overflow it; half the draws each odd value the negation of the one before, so
+    that the exact sum is finite; other ops as mode 0)."""
+    if dtype.is_floating_point and mode == 3 and op in ("sum", "mean"):
+        # float64: scaled down, so that the float64 reference cannot overflow
+        top = torch.finfo(dtype).max if dtype != torch.float64 else 2.0**1000
+        v = (torch.rand(n, generator=gen, dtype=torch.float64) * 0.4 + 0.26) * top
+        v = torch.where(torch.rand(n, generator=gen) < 0.5, -v, v)
+        if torch.rand(1, generator=gen).item() < 0.5:
+            v[1::2] = -v[0::2][: n // 2]
+        return v.to(dtype)
     if dtype.is_floating_point:
         if op == "prod":  # magnitudes near 1, so that products stay in range
             v = torch.exp(torch.rand(n, generator=gen) * 1.2 - 0.6)
@@ -258,7 +269,7 @@ def calls(draw, op: str, device: str = "cpu"):
     dtype = draw(st.sampled_from(dtypes))
     shape = draw(shapes())
     kind = draw(st.sampled_from(LAYOUTS))
-    mode = draw(st.integers(0, 2))
+    mode = draw(st.integers(0, 3))
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**32 - 1)))
     x = _strided(draw, shape, kind, dtype, op, mode, gen, device)
     dim = draw(dims_arg(len(shape), single=op in ("argmax", "argmin")))

@@ -393,16 +393,25 @@ def test_any_order_batches_keep_the_leaf_tree(dtype):
 @given(
     n=st.integers(1, 3000),
     spread=st.integers(0, 60),
+    top=st.sampled_from([0, 0, 100, 125, 126, 127]),
+    pairs=st.booleans(),
     zeros=st.sampled_from([0.0, 0.1, 0.9]),
     bf16=st.booleans(),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_leaves_have_the_in_order_bits_at_any_exponent_spread(n, spread, zeros, bf16, seed):
-    """Values of random sign and mantissa over `spread` binades, some zero: whichever path a batch
-    of leaves or a leaf takes (lane-parallel where that is exact, in order elsewhere), the bits
-    are the in-order reference's."""
+def test_leaves_have_the_in_order_bits_at_any_exponent_spread(
+    n, spread, top, pairs, zeros, bf16, seed
+):
+    """Values of random sign and mantissa over `spread` binades below 2^(top + 1), some zero,
+    with pairs=True each odd element the negation of the one before (sums that cancel, so that
+    partial sums near float32's overflow show): whichever path a batch of leaves or a leaf
+    takes (lane-parallel where that is exact, in order elsewhere), the bits are the in-order
+    reference's."""
     g = np.random.default_rng(seed)
-    x = g.uniform(1, 2, n) * 2.0 ** g.integers(-spread, 1, n) * g.choice([-1.0, 1.0], n)
+    x = g.uniform(1, 1.99, n) * 2.0 ** g.integers(top - spread, top + 1, n)
+    x *= g.choice([-1.0, 1.0], n)
+    if pairs:
+        x[1::2] = -x[0::2][: n // 2]
     x[g.random(n) < zeros] = 0.0
     t = torch.from_numpy(x.astype(np.float32))
     if bf16:
@@ -422,13 +431,34 @@ def test_leaf_paths_at_each_instruction_set(capability):
     probe = "import torch; print(torch.backends.cpu.get_cpu_capability())"
     level = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert level.stdout.strip() == capability.upper(), level.stdout + level.stderr
-    tests = "any_order or exponent_spread or infinities or canonical_order or columns or lanes"
+    tests = "any_order or exponent_spread or overflow or infinities or canonical_order or columns or lanes"
     here = os.path.dirname(__file__)
     files = [__file__, os.path.join(here, "test_family.py")]
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *files, "-k", tests]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=os.path.dirname(__file__))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert " passed" in r.stdout.splitlines()[-1], r.stdout[-500:]
+
+
+@pytest.mark.parametrize("big", [1e38, 2.5e38, 3.3e38])
+def test_bfloat16_leaves_near_overflow_keep_the_in_order_bits(big):
+    """bfloat16 has float32's exponent range, so its float32-lane tier could overflow where the
+    in-order double fold does not: +big twice in one lane beside -big (with +-1e38 around) made
+    the whole sum NaN. Such leaves take the double tier: the in-order bits, finite."""
+    x = torch.full((512,), 1e38)
+    x[1::2] = -1e38
+    x[0] = x[32] = big
+    x[1] = -big
+    t = x.bfloat16()
+    want = canonical_sum(t.float().numpy())
+    assert np.isfinite(want)
+    ours = torch.ops.treduce.sum(t, dtype=torch.float32)
+    assert f32_bits(ours.numpy()) == f32_bits(want)
+    assert torch.equal(torch.ops.treduce.sum(t), torch.tensor(float(want)).bfloat16())
+    mean = torch.ops.treduce.mean(t, dtype=torch.float32)
+    assert torch.isfinite(mean)
+    rows = torch.ops.treduce.sum(torch.stack([t, -t, t]), [1], dtype=torch.float32)
+    assert torch.equal(rows, torch.tensor([want, -want, want], dtype=torch.float32))
 
 
 def test_leaves_with_infinities_and_nan_keep_the_in_order_result():

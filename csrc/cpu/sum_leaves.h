@@ -29,11 +29,14 @@ constexpr int kLeaf = int(kCanonLeaf);
 // Emax - Emin <= p - m - 1 - log2 k (Emin over the nonzero values). A leaf's 64 values in double
 // (p = 53): float32 (m = 23) within 23 binades (randn data: nearly every leaf), bfloat16 (m = 7)
 // within 39. Infinities and NaN (whose payloads an order may change) and wider leaves return
-// false and are folded in order by the caller.
-template <int kMaxRange, int kExpBits>
+// false and are folded in order by the caller. So do leaves whose largest exponent exceeds
+// kTopExp: a sum in a format as wide as the input's exponent (bfloat16 in float32 lanes) is exact
+// only while no partial sum overflows, and k values of biased exponent at most E sum to less
+// than 2^(E - bias + 1 + log2 k).
+template <int kMaxRange, int kExpBits, uint32_t kTopExp = (1u << kExpBits) - 2>
 inline bool exponent_range_within(uint32_t emax, uint32_t emin) {
-  constexpr uint32_t kInfExp = (1u << kExpBits) - 1;
-  return emax != kInfExp && (emax <= emin || emax - emin <= uint32_t(kMaxRange));
+  static_assert(kTopExp < (1u << kExpBits) - 1, "infinities and NaN never pass");
+  return emax <= kTopExp && (emax <= emin || emax - emin <= uint32_t(kMaxRange));
 }
 // The largest range for sums of k = 2^kLogTerms values of m mantissa bits in p significant bits.
 constexpr int max_exact_range(int p, int m, int kLogTerms) { return p - m - 1 - kLogTerms; }
@@ -98,12 +101,13 @@ struct RangeLanes {
     amax = a > amax ? a : amax;
     amin1 = a1 < amin1 ? a1 : amin1;
   }
-  // Whether the biased exponents (a subnormal counts as 1) lie within kMaxRange binades.
-  template <int kMaxRange>
+  // Whether the biased exponents (a subnormal counts as 1) lie within kMaxRange binades, the
+  // largest at most kTopExp.
+  template <int kMaxRange, uint32_t kTopExp = 254>
   bool within() const {
     const uint32_t a = fold_lanes<true, W>(amax), b = fold_lanes<false, W>(amin1);
     const uint32_t emin = b == Elem(~Elem(0)) ? 0xffu : std::max<uint32_t>((b + 1) >> kShift, 1);
-    return exponent_range_within<kMaxRange, 8>(a >> kShift, emin);
+    return exponent_range_within<kMaxRange, 8, kTopExp>(a >> kShift, emin);
   }
 };
 
@@ -151,6 +155,10 @@ template <class Acc, int W, int kLeaves>
   constexpr bool kFloatLanes = std::is_same_v<Acc, float>;
   constexpr int kMaxRange = kFloatLanes ? max_exact_range(24, 7, __builtin_ctz(kLeaf / W))
                                         : max_exact_range(53, 7, __builtin_ctz(kLeaf));
+  // float32 lanes share bfloat16's exponent: kLeaf / W values of a lane overflow it from
+  // 2^(128 - log2(kLeaf / W)) on (a leaf of +-2.5e38 and +-1e38 summed to NaN); double lanes
+  // cannot overflow.
+  constexpr uint32_t kTopExp = kFloatLanes ? 254 - __builtin_ctz(kLeaf / W) : 254;
   // With AVX-512, a batch of eight leaves meets in leaf_sums8 (bfloat16 only: AVX2's batches
   // and float32 leaves measured slower that way; docs/perf-log.md 2026-12-05).
   using f64x8 = typename VecOf<double, 8>::type;
@@ -179,7 +187,7 @@ template <class Acc, int W, int kLeaves>
     }
   }
   if constexpr (kTransposed) leaf_sums8(lanes, s);
-  if (!range.template within<kMaxRange>()) return false;
+  if (!range.template within<kMaxRange, kTopExp>()) return false;
   for (int l = 0; l < kLeaves; ++l) out[l] = s[l];
   return true;
 }
