@@ -278,7 +278,7 @@ def run_case(case: Case, inductor: bool, peers: bool = True) -> dict:
     # Floating sums and means run in the canonical order (issue 4); "plain" times the plain
     # kernels (float accumulators) of the same strategy (forced_launch("plain")) on the same
     # input, for the speed condition (at most 3% slower). The variable is set around the timer,
-    # not inside the timed call, whose host time it would lengthen (NOTES step 105).
+    # not inside the timed call, whose host time it would lengthen (docs/perf-log.md, step 105).
     if peers and case.op in ("sum", "mean") and x.dtype.is_floating_point:
         impls["plain"] = impls["treduce"]
     for name, fn in impls.items():
@@ -288,7 +288,7 @@ def run_case(case: Case, inductor: bool, peers: bool = True) -> dict:
             row[f"{name}_us"] = None
             row[f"{name}_error"] = f"{type(e).__name__}: {e}"[:200]
     # x plain is read against 0.97 (issue 4), a finer line than the host's drift between two
-    # timings minutes apart on cells of a few µs (NOTES step 105): treduce and plain are timed
+    # timings minutes apart on cells of a few µs (docs/perf-log.md, step 105): treduce and plain are timed
     # PLAIN_TIMINGS times each, alternately, and each keeps the median of its timings.
     if "plain" in impls and row.get("treduce_us") and row.get("plain_us"):
         ours, plain = [row["treduce_us"]], [row["plain_us"]]
@@ -296,7 +296,7 @@ def run_case(case: Case, inductor: bool, peers: bool = True) -> dict:
             ours.append(timed(bench_ms, "treduce", impls["treduce"]) * 1e3)
             plain.append(timed(bench_ms, "plain", impls["plain"]) * 1e3)
         row["treduce_us"], row["plain_us"] = statistics.median(ours), statistics.median(plain)
-    # Small cells also get CUDA-graph times: their eager times carry host jitter (NOTES step 8).
+    # Small cells also get CUDA-graph times: their eager times carry host jitter (docs/perf-log.md, step 8).
     if case.latency or nbytes <= SMALL_BYTES:
         for name in ("treduce", "torch", "plain"):
             if name in impls:
@@ -418,7 +418,7 @@ def geomean(xs: list[float]) -> float:
 def why_goal(r: dict, tbs: float) -> tuple[str, str]:
     """(reason, what would close it) for a goal-2 or goal-3 cell below `tbs` TB/s: first the
     read-only stream's own rate on the cell (measured in the same run), then the kernel's gap
-    to it by class (bench/NOTES.md, "Issue 3 goals")."""
+    to it by class (docs/perf-log.md, "Issue 3's goals")."""
     if not r.get("ceiling_us"):
         return "no ceiling measured", "—"
     stream = tb_per_s(r["bytes"], r["ceiling_us"])
@@ -428,7 +428,7 @@ def why_goal(r: dict, tbs: float) -> tuple[str, str]:
             f"the read-only stream itself reads {stream:.2f} TB/s on these bytes; ours is "
             f"at {pct:.0%} of it",
             f"nothing here: {tbs} TB/s is above the stream's rate; "
-            "the per-class gaps to the stream are in bench/NOTES.md",
+            "the per-class gaps to the stream are in docs/perf-log.md",
         )
     if pct >= 0.95:
         return (
@@ -742,7 +742,7 @@ def summary(rows: list[dict]) -> str:
 
 # Why a cell is behind the best peer (issue 3's "done when": each unmet cell with its measured
 # figure, the reason it falls short and what would close it). Entries: a test on the row, the
-# reason (each measured: the bench/NOTES.md step that measured it; figures of this run come in
+# reason (each measured: the docs/perf-log.md step that measured it; figures of this run come in
 # through the row) and what would close it. The first entry whose test holds applies; a cell no
 # entry covers says so.
 def _pct(r: dict) -> str:
@@ -918,8 +918,8 @@ def goals(rows: list[dict], extras: dict) -> str:
                 line += (
                     ". Below 95% of the stream: the float64 widening of 16-bit sums, "
                     "partial last waves of the column and mid-dim kernels, rows of 2-4 "
-                    "writing a quarter to half of their input's bytes (bench/NOTES.md, "
-                    '"Issue 3 goals")'
+                    "writing a quarter to half of their input's bytes (docs/perf-log.md, "
+                    '"Issue 3\'s goals")'
                 )
         out.append(line + ".")
     lr = [by[c] for c in ("sum f32 (8,131072) d1", "sum f32 (64,65536) d1") if c in by]
@@ -1040,7 +1040,7 @@ def goals(rows: list[dict], extras: dict) -> str:
 def behind(rows: list[dict]) -> str:
     """Every cell where a peer is faster than treduce (issue 3, goal 1), slowest first: our time,
     the fastest peer and its time, the ratio, % of the read ceiling and × plain. The reasons and
-    what would close each class are in bench/NOTES.md ("Issue 3 goals")."""
+    what would close each class are in docs/perf-log.md ("Issue 3's goals")."""
     out = []
     for r in rows:
         best = best_peer(r)
@@ -1054,7 +1054,7 @@ def behind(rows: list[dict]) -> str:
     lines = [
         "## Cells behind the best peer (goal 1)",
         "",
-        "Slowest first, each with the measured reason (steps: bench/NOTES.md) and what "
+        "Slowest first, each with the measured reason (steps: docs/perf-log.md) and what "
         "would close it.",
         "",
         "| class | case | treduce µs | best peer | peer µs | × best | % ceiling | × plain | "
@@ -1170,7 +1170,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     # The host loop first, in a fresh process: at the end of the sweep (43 compiled graphs,
     # CuPy) the same loop read torch_reduce.sum at 1.09x torch.sum and amax at 0.76x, against
-    # 0.86-0.89x and 0.88-0.90x four times over in a fresh process on the same host (NOTES
+    # 0.86-0.89x and 0.88-0.90x four times over in a fresh process on the same host (docs/perf-log.md,
     # step 106).
     host_us = None if args.no_extras else host_overhead()
     torch._dynamo.config.cache_size_limit = 256
