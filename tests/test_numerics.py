@@ -461,6 +461,25 @@ def test_bfloat16_leaves_near_overflow_keep_the_in_order_bits(big):
     assert torch.equal(rows, torch.tensor([want, -want, want], dtype=torch.float32))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_cpu_flushes_subnormals_as_torch_does_when_asked(dtype):
+    """With torch.set_flush_denormal(True) the CPU treats subnormal values as zero, in our
+    kernels as in torch's (docs/numerics.md: CUDA then keeps them); with it off they count."""
+    x = torch.full((1000,), 1e-40, dtype=dtype)
+    kept = torch.ops.treduce.sum(x)
+    assert kept.item() > 0
+    assert f32_bits(torch.ops.treduce.sum(x, dtype=torch.float32).numpy()) == f32_bits(
+        canonical_sum(x.float().numpy())
+    )
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this CPU cannot flush denormals")
+    try:
+        flushed, theirs = torch.ops.treduce.sum(x), torch.sum(x)
+    finally:
+        torch.set_flush_denormal(False)
+    assert flushed.item() == 0 and theirs.item() == 0
+
+
 def test_leaves_with_infinities_and_nan_keep_the_in_order_result():
     x = torch.randn(64 * 16)
     x[70] = float("inf")

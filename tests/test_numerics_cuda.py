@@ -1495,3 +1495,20 @@ def test_cuda_float16_runs_sum_exactly_in_any_order(shape, dims, spec, force_lau
             torch.sum(x.double(), dims).float()
             != torch.ops.treduce.sum(x, dims, dtype=torch.float32)
         ).any()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_cuda_ignores_the_cpu_flush_denormal_switch(dtype):
+    """torch.set_flush_denormal(True) sets the CPU's flush-to-zero modes only: the CUDA sum of
+    subnormal values keeps them (docs/numerics.md), and equals the CPU's bits with the switch
+    off."""
+    x = torch.full((1000,), 1e-40, dtype=dtype)
+    want = torch.ops.treduce.sum(x)
+    assert want.item() > 0
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this CPU cannot flush denormals")
+    try:
+        on_gpu = torch.ops.treduce.sum(x.cuda())
+    finally:
+        torch.set_flush_denormal(False)
+    assert_bits(on_gpu, want, "subnormal sum with the CPU's flush switch on")
