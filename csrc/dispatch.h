@@ -41,6 +41,10 @@ using acc_of = std::conditional_t<
     std::is_same_v<T, double>, double,
     std::conditional_t<std::is_same_v<T, float> || is_low_float_v<T>, float, int64_t>>;
 
+// The integer storage types (bool aside) in one list: the dispatch below, and the kernel units
+// that instantiate the integer families (csrc/cuda/units/*_int.cu, bitwise.cu), expand X over it.
+#define TREDUCE_INTEGER_TYPES(X) X(uint8_t) X(int8_t) X(int16_t) X(int32_t) X(int64_t)
+
 template <bool kWithFp8 = false, class F>
 void visit_dtype(c10::ScalarType t, F&& f) {
   if constexpr (kWithFp8) {
@@ -56,16 +60,11 @@ void visit_dtype(c10::ScalarType t, F&& f) {
       return f(tag<c10::Half>{});
     case c10::kBFloat16:
       return f(tag<c10::BFloat16>{});
-    case c10::kChar:
-      return f(tag<int8_t>{});
-    case c10::kShort:
-      return f(tag<int16_t>{});
-    case c10::kInt:
-      return f(tag<int32_t>{});
-    case c10::kLong:
-      return f(tag<int64_t>{});
-    case c10::kByte:
-      return f(tag<uint8_t>{});
+#define TREDUCE_INTEGER_CASE(T)            \
+  case c10::CppTypeToScalarType<T>::value: \
+    return f(tag<T>{});
+      TREDUCE_INTEGER_TYPES(TREDUCE_INTEGER_CASE)
+#undef TREDUCE_INTEGER_CASE
     case c10::kBool:
       return f(tag<bool>{});
     default:

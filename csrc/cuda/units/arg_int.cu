@@ -4,10 +4,8 @@
 
 namespace treduce {
 
-template void arg_kernels<uint8_t>(const CudaCall&);
-template void arg_kernels<int8_t>(const CudaCall&);
-template void arg_kernels<int16_t>(const CudaCall&);
-template void arg_kernels<int32_t>(const CudaCall&);
-template void arg_kernels<int64_t>(const CudaCall&);
+#define TREDUCE_INSTANTIATE(T) template void arg_kernels<T>(const CudaCall&);
+TREDUCE_INTEGER_TYPES(TREDUCE_INSTANTIATE)
+#undef TREDUCE_INSTANTIATE
 
 }  // namespace treduce

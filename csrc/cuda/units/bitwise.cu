@@ -5,10 +5,8 @@
 namespace treduce {
 
 template void bitwise_kernels<bool>(const CudaCall&);
-template void bitwise_kernels<uint8_t>(const CudaCall&);
-template void bitwise_kernels<int8_t>(const CudaCall&);
-template void bitwise_kernels<int16_t>(const CudaCall&);
-template void bitwise_kernels<int32_t>(const CudaCall&);
-template void bitwise_kernels<int64_t>(const CudaCall&);
+#define TREDUCE_INSTANTIATE(T) template void bitwise_kernels<T>(const CudaCall&);
+TREDUCE_INTEGER_TYPES(TREDUCE_INSTANTIATE)
+#undef TREDUCE_INSTANTIATE
 
 }  // namespace treduce

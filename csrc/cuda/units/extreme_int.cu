@@ -4,10 +4,8 @@
 namespace treduce {
 
 template void extreme_kernels<bool>(const CudaCall&);
-template void extreme_kernels<uint8_t>(const CudaCall&);
-template void extreme_kernels<int8_t>(const CudaCall&);
-template void extreme_kernels<int16_t>(const CudaCall&);
-template void extreme_kernels<int32_t>(const CudaCall&);
-template void extreme_kernels<int64_t>(const CudaCall&);
+#define TREDUCE_INSTANTIATE(T) template void extreme_kernels<T>(const CudaCall&);
+TREDUCE_INTEGER_TYPES(TREDUCE_INSTANTIATE)
+#undef TREDUCE_INSTANTIATE
 
 }  // namespace treduce
