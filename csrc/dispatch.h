@@ -114,7 +114,8 @@ void visit_sum_out(c10::ScalarType out, F&& f) {
 
 template <bool kWithFp8 = false, bool kWidenFloat = true, class F>
 void visit_sum_pair(c10::ScalarType in, c10::ScalarType out, F&& f) {
-  TORCH_CHECK(native_sum_pair(in, out, kWidenFloat), "treduce: no kernel for ", in, " -> ", out);
+  TORCH_CHECK_TYPE(native_sum_pair(in, out, kWidenFloat), "treduce: no kernel for ", in, " -> ",
+                   out);
   visit_dtype<kWithFp8>(in, [&](auto ti) {
     visit_sum_out<typename decltype(ti)::type, kWidenFloat>(out, [&](auto to) { f(ti, to); });
   });
