@@ -39,9 +39,19 @@ fi
 echo "build: $(( $(date +%s) - start )) s; libstdc++ symbols defined in the library:" \
   "$(nm -C torch_reduce/lib/libtorch_reduce.so 2>/dev/null | grep -c ' T std::')"
 if [ "${TESTS:-1}" = 1 ]; then
-  python3 -m pytest -q -rs -p no:cacheprovider tests ${PYTEST_ARGS:-} > "$OUT/pytest.log" 2>&1
+  # The whole suite (tests and bench/tests), SUITE_WORKERS xdist workers where pytest-xdist is
+  # there (12 by default; 0: one process). A test that runs past 150 s prints every thread's
+  # stack (faulthandler), so a hang names itself; the slowest tests are listed at the end. The
+  # AOTInductor test compiles C++ with $CXX, which the exports above set to the system g++.
+  workers=()
+  if python3 -c "import xdist" 2> /dev/null && [ "${SUITE_WORKERS:-12}" != 0 ]; then
+    workers=(-n "${SUITE_WORKERS:-12}")
+  fi
+  python3 -m pytest -q -rs -p no:cacheprovider "${workers[@]}" -o faulthandler_timeout=150 \
+    --durations=15 tests bench/tests ${PYTEST_ARGS:-} > "$OUT/pytest.log" 2>&1
   grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -30
-  tail -3 "$OUT/pytest.log"
+  grep -E "^[0-9.]+s (call|setup)" "$OUT/pytest.log" | head -5
+  grep -E "passed|failed" "$OUT/pytest.log" | tail -1
 fi
 if [ "${CPP:-0}" = 1 ]; then
   bash scripts/cpp_check.sh python3 > "$OUT/cpp.log" 2>&1
