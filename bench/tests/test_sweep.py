@@ -1,0 +1,113 @@
+"""bench/sweep.py without a GPU: the shapes it draws are the issue's classes over their ranges,
+the same for a seed, and every kind of case (each class's smallest shape, each view) runs through
+the sweep's own calls on the CPU with torch's result; the summary renders its targets."""
+
+import collections
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import torch_reduce
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("treduce_sweep", ROOT / "bench" / "sweep.py")
+sweep = importlib.util.module_from_spec(_spec)
+sys.modules["treduce_sweep"] = sweep  # dataclasses look their module up by name
+_spec.loader.exec_module(sweep)
+
+CLASSES = {
+    "norm stats",
+    "softmax",
+    "global pool",
+    "batchnorm stats",
+    "bias grad",
+    "sequence pool",
+    "fp8 scale",
+    "moe routing",
+    "vocab argmax",
+    "loss",
+}
+
+
+def by_class(cases):
+    out = collections.defaultdict(list)
+    for c in cases:
+        out[c.cls].append(c)
+    return out
+
+
+def test_the_shapes_are_the_issues_classes_over_their_ranges():
+    cases = sweep.generate(0)
+    assert len(cases) >= 200
+    assert [c.name() for c in cases] == [c.name() for c in sweep.generate(0)]
+    assert [c.name() for c in cases] != [c.name() for c in sweep.generate(1)]
+    classes = by_class(cases)
+    assert set(classes) == CLASSES
+    assert {c.dtype for c in cases} == {sweep.F32, sweep.BF16}
+    assert {"t", "step2", "nhwc", "blocks"} <= {c.view for c in cases}
+    for c in classes["norm stats"]:
+        assert 256 <= c.shape[-1] <= 16384 and c.dims == [1]
+    for c in classes["moe routing"]:
+        assert 8 <= c.shape[-1] <= 256
+    for c in classes["vocab argmax"]:
+        assert c.op == "argmax" and 32000 <= c.shape[-1] <= 262144
+    for c in classes["loss"]:
+        assert math.prod(c.shape) <= 65536
+    blocks = [c for c in classes["fp8 scale"] if c.view == "blocks"]
+    assert blocks and all(len(c.shape) == 4 and c.dims == [1, 3] for c in blocks)
+    assert all(c.nbytes() <= 1 << 31 for c in cases)
+
+
+def kinds(cases):
+    """Each class's smallest case, and the smallest case of each view."""
+    picked = {}
+    for group in list(by_class(cases).values()) + [
+        [c for c in cases if c.view == v] for v in {c.view for c in cases}
+    ]:
+        c = min(group, key=lambda c: c.nbytes())
+        picked[c.name()] = c
+    return list(picked.values())
+
+
+@pytest.mark.parametrize("case", kinds(sweep.generate(0)), ids=lambda c: f"{c.cls}: {c.name()}")
+def test_each_kind_of_case_runs_with_torchs_result_on_the_cpu(case):
+    torch.manual_seed(0)
+    x = sweep.make_input(case, device="cpu")
+    assert list(x.shape) == case.shape
+    if case.view == "nhwc":
+        assert x.is_contiguous(memory_format=torch.channels_last)
+    ours, peer = sweep.reduction(case, torch_reduce), sweep.reduction(case, torch)
+    assert sweep.agrees(case, x, ours, peer)
+    # and the check can fail: a result off by a part in a hundred is not torch's
+    if case.op in ("sum", "mean"):
+        assert not sweep.agrees(case, x, lambda t: ours(t) * 1.05 + 1, peer)
+
+
+def test_the_summary_renders_the_targets():
+    rows = [
+        {
+            "cls": "loss",
+            "case": "sum float32 (267,) d(all)",
+            "correct": True,
+            "treduce_ms": 0.004,
+            "torch_ms": 0.006,
+            "inductor_ms": 0.005,
+        },
+        {
+            "cls": "loss",
+            "case": "sum float32 (999,) d(all)",
+            "correct": False,
+            "treduce_ms": 0.010,
+            "torch_ms": 0.006,
+            "inductor_ms": 0.009,
+        },
+    ]
+    text = sweep.summary(rows, [{"n": 1024, "impl": "torch_reduce.sum", "us": 3.5}])
+    assert "| loss | 2 |" in text
+    assert "results that differ from torch: 1" in text
+    assert "below 0.97× the best peer" in text and "sum float32 (999,) d(all)" in text
+    assert "| 2^10 | torch_reduce.sum | 3.50 |" in text
