@@ -33,7 +33,7 @@ constexpr int kLeaf = int(kCanonLeaf);
 // kTopExp: a sum in a format as wide as the input's exponent (bfloat16 in float32 lanes) is exact
 // only while no partial sum overflows, and k values of biased exponent at most E sum to less
 // than 2^(E - bias + 1 + log2 k).
-template <int kMaxRange, int kExpBits, uint32_t kTopExp = (1u << kExpBits) - 2>
+template <int kMaxRange, int kExpBits, uint32_t kTopExp>
 inline bool exponent_range_within(uint32_t emax, uint32_t emin) {
   static_assert(kTopExp < (1u << kExpBits) - 1, "infinities and NaN never pass");
   return emax <= kTopExp && (emax <= emin || emax - emin <= uint32_t(kMaxRange));
