@@ -66,7 +66,7 @@ def kinds(cases):
     """Each class's smallest case, and the smallest case of each view."""
     picked = {}
     for group in list(by_class(cases).values()) + [
-        [c for c in cases if c.view == v] for v in {c.view for c in cases}
+        [c for c in cases if c.view == v] for v in sorted({c.view for c in cases})
     ]:
         c = min(group, key=lambda c: c.nbytes())
         picked[c.name()] = c
