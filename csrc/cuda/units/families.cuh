@@ -188,4 +188,12 @@ void bitwise_kernels(const CudaCall& call) {
   }
 }
 
+// A unit whose canonical kernels made it the build's longest leaves its small-output kernels
+// (run_small) to a unit of their own, so that the two compile side by side: the op's unit
+// declares them with `extern template TREDUCE_RUN_SMALL(...)` and the other instantiates them
+// with `template TREDUCE_RUN_SMALL(...)` (units/prod_half.cu and prod_half_small.cu).
+#define TREDUCE_RUN_SMALL(Op, in_t, out_t)                                                  \
+  void run_small<Op, in_t, out_t>(const CanonLaunch&, const Geometry&, const in_t*, out_t*, \
+                                  typename Op::acc_t*, unsigned*, cudaStream_t)
+
 }  // namespace treduce
