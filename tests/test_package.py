@@ -109,6 +109,15 @@ def test_a_gpu_outside_the_arch_list_is_named(monkeypatch):
     assert torch_reduce._arch_mismatch("8.0 8.6") is not None
     assert "sm_90" in torch_reduce._arch_mismatch("10.0")
     assert torch_reduce._arch_mismatch(None) is None  # a CPU-only build
+    # arch-specific and family-specific targets (TORCH_CUDA_ARCH_LIST=9.0a on a Hopper host)
+    assert torch_reduce._arch_mismatch("9.0a") is None
+    assert torch_reduce._arch_mismatch("8.6;9.0a+PTX") is None
+    assert torch_reduce._arch_mismatch("8.0a+PTX") is not None  # sm_80a's PTX runs on sm_80 only
+    assert torch_reduce._arch_mismatch("10.0f") is not None
+    assert torch_reduce._arch_mismatch("Hopper") is None  # a name: torch's to resolve
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (10, 3))
+    assert torch_reduce._arch_mismatch("10.0f") is None  # the family from 10.0 on
+    assert torch_reduce._arch_mismatch("10.0a") is not None
 
 
 def test_sanitizer_coverage_script_runs_its_cases():

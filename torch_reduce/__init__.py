@@ -7,6 +7,7 @@ torch_reduce.argmax(x, dim=1)
 """
 
 import os
+import re
 
 import torch
 
@@ -63,8 +64,16 @@ def _arch_mismatch(arch_list: str | None) -> str | None:
     archs = [a.strip() for a in arch_list.replace(";", " ").split()]
     cap = major * 10 + minor
     for a in archs:
-        num = int(float(a.removesuffix("+PTX")) * 10 + 0.5)
-        if num == cap or (a.endswith("+PTX") and num <= cap):
+        # "9.0", "9.0+PTX" (PTX: newer GPUs compile it), the arch-specific "9.0a" (that GPU only,
+        # its PTX too) and the family-specific "10.0f" (GPUs of that major from that minor on)
+        m = re.fullmatch(r"(\d+)\.(\d)([af]?)(\+PTX)?", a)
+        if m is None:
+            return None  # a name torch also takes ("Hopper"): not ours to second-guess
+        arch_major, kind, ptx = int(m[1]), m[3], m[4]
+        num = arch_major * 10 + int(m[2])
+        if num == cap or (kind == "f" and arch_major == major and num <= cap):
+            return None
+        if ptx and not kind and num <= cap:
             return None
     return (
         f"torch_reduce was built for CUDA architectures {arch_list}, which do not include this "
