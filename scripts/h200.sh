@@ -45,7 +45,7 @@ if [ "${TESTS:-1}" = 1 ]; then
   # AOTInductor test compiles C++ with $CXX, which the exports above set to the system g++.
   workers=()
   if python3 -c "import xdist" 2> /dev/null && [ "${SUITE_WORKERS:-12}" != 0 ]; then
-    workers=(-n "${SUITE_WORKERS:-12}")
+    workers=(-n "${SUITE_WORKERS:-12}" --dist loadgroup)  # test_large's cases in one worker
   fi
   python3 -m pytest -q -rs -p no:cacheprovider "${workers[@]}" -o faulthandler_timeout=150 \
     --durations=15 tests bench/tests ${PYTEST_ARGS:-} > "$OUT/pytest.log" 2>&1
@@ -90,6 +90,11 @@ signal.signal(signal.SIGINT, signal.default_int_handler); sys.exit(pytest.main(s
       --hypothesis-seed="$seed" "${ids[@]:r}" "${ids[@]:0:r}" > "$OUT/soak_$k.log" 2>&1 &
     soak_pids+=($!)
   done
+  # SOAK_STOP_AT: the soak ends that many seconds after this script started (the rest of one
+  # call's time limit, after the build and the suite), in place of SOAK_SECONDS.
+  if [ -n "${SOAK_STOP_AT:-}" ]; then
+    SOAK_SECONDS=$(( SOAK_STOP_AT - ($(date +%s) - start) ))
+  fi
   if [ -n "${SOAK_SECONDS:-}" ]; then
     (sleep "$SOAK_SECONDS"; kill -INT "${soak_pids[@]}" 2>/dev/null) &
     stopper=$!
@@ -102,6 +107,8 @@ signal.signal(signal.SIGINT, signal.default_int_handler); sys.exit(pytest.main(s
         if ($5 != "passed") bad[k] = bad[k] " " $5}
        END {for (k in n) print "fuzz", k, "examples=" n[k], "process-s=" s[k] bad[k]}' \
     "$OUT/fuzz_counts.txt" 2>/dev/null | sort
+  # the device tool brings back at most 8 files: the processes' logs travel as one
+  (cd "$OUT" && tar czf soak_logs.tgz soak_*.log && rm -f soak_*.log)
 fi
 if [ "${SANITIZE:-0}" = 1 ]; then
   python3 scripts/sanitize_cover.py --kernels > "$OUT/kernels.log" 2>&1; tail -12 "$OUT/kernels.log"
