@@ -19,7 +19,9 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/treduce-out}
 mkdir -p "$OUT"
-export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16} PYTHONUNBUFFERED=1
+# sm_90 whatever the machine's default (one GPU host sets TORCH_CUDA_ARCH_LIST=9.0a): the builds
+# compared across calls and with the development machine's are then the same code.
+export TORCH_CUDA_ARCH_LIST=${H200_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16} PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,utilization.gpu --format=csv \
   > "$OUT/gpu.txt" 2>&1
 # That machine's default compiler (/opt/gcc wrapper, via CC/CXX) links libstdc++ statically into
