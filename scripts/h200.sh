@@ -105,9 +105,10 @@ signal.signal(signal.SIGINT, signal.default_int_handler); sys.exit(pytest.main(s
   [ -n "${SOAK_SECONDS:-}" ] && kill "$stopper" 2>/dev/null
   grep -hE "^(FAILED|ERROR)" "$OUT"/soak_*.log | head -20
   tail -qn1 "$OUT"/soak_*.log | sort | uniq -c
-  awk '{split($3, o, "="); split($4, e, "="); k = $2 " " o[2]; n[k] += e[2]; s[k] += $6
+  awk '{split($3, o, "="); split($4, e, "="); split($7, c, "="); k = $2 " " o[2]
+        n[k] += e[2]; s[k] += $6; cpu[k] += c[2]
         if ($5 != "passed") bad[k] = bad[k] " " $5}
-       END {for (k in n) print "fuzz", k, "examples=" n[k], "process-s=" s[k] bad[k]}' \
+       END {for (k in n) print "fuzz", k, "examples=" n[k], "process-s=" s[k], "cpu-s=" cpu[k] bad[k]}' \
     "$OUT/fuzz_counts.txt" 2>/dev/null | sort
   # the device tool brings back at most 8 files: the processes' logs travel as one
   (cd "$OUT" && tar czf soak_logs.tgz soak_*.log && rm -f soak_*.log)

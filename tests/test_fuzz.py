@@ -41,7 +41,7 @@ def run_and_report(name: str, op: str, prop) -> None:
     """Runs the property, then prints the count of examples run, the seconds and whether it
     passed, and appends that line to $TREDUCE_FUZZ_LOG when set. The line is written even when
     the run fails or is interrupted (a soak cut by its time limit still counts what it ran)."""
-    start, outcome = time.monotonic(), "interrupted"
+    start, cpu, outcome = time.monotonic(), time.process_time(), "interrupted"
     try:
         prop()
         outcome = "passed"
@@ -49,11 +49,16 @@ def run_and_report(name: str, op: str, prop) -> None:
         outcome = "failed"
         raise
     finally:
-        report(name, op, outcome, time.monotonic() - start)
+        report(name, op, outcome, time.monotonic() - start, time.process_time() - cpu)
 
 
-def report(name: str, op: str, outcome: str, seconds: float) -> None:
-    line = f"fuzz {name} op={op} examples={EXAMPLES_RUN[name, op]} {outcome} {seconds:.0f}s"
+def report(name: str, op: str, outcome: str, seconds: float, cpu_seconds: float) -> None:
+    """One line: the examples run, the outcome, wall seconds and this process's CPU seconds (a
+    soak whose processes wait on a shared GPU shows far fewer CPU seconds than wall seconds)."""
+    line = (
+        f"fuzz {name} op={op} examples={EXAMPLES_RUN[name, op]} {outcome} {seconds:.0f}s "
+        f"cpu={cpu_seconds:.0f}s"
+    )
     print(line)
     if os.environ.get("TREDUCE_FUZZ_LOG"):
         with open(os.environ["TREDUCE_FUZZ_LOG"], "a") as f:
