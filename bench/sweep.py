@@ -4,9 +4,13 @@ eager and Inductor in the same run (issue 55).
     python bench/sweep.py --dry-run              # the shapes, per class (no GPU needed)
     python bench/sweep.py --out DIR [--shard K/N] [--seed S]
     python bench/sweep.py --merge DIR/sweep-*.json --out DIR
+    python bench/sweep.py --compile-only I/W [--device cpu]  # (what --precompile runs)
 
 Each shape is timed with do_bench medians (L2 flushed) for treduce, torch eager and a fresh
-torch.compile(dynamic=False) of the same reduction (compiled per shape, never reused). --shard
+torch.compile(dynamic=False) of the same reduction (compiled per shape, never reused). Before
+timing, --precompile W worker processes compile the shard's shapes side by side (--compile-only),
+which fills Inductor's on-disk caches: the timing pass's own compile of each shape then loads its
+kernels instead of generating them one shape at a time on one core. --shard
 splits the shapes over several calls (each call of the GPU machine is limited in time); --merge
 joins the shards and writes sweep.json, sweep.md (per-class geometric means, the slowest shapes,
 the targets) and sweep.png. The small-call latency table (torch_reduce.sum of 2^10-2^14 float32,
@@ -19,7 +23,9 @@ import argparse
 import glob
 import json
 import math
+import os
 import random
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -219,6 +225,36 @@ def agrees(c: Case, x: torch.Tensor, ours, peer) -> bool:
     return got.dtype == want.dtype and bool(torch.allclose(got.double(), ref, rtol=tol, atol=1e-3))
 
 
+def compile_only(cases: list[Case], device: str) -> None:
+    """Compiles each case's torch reduction with Inductor, as measure() does, without timing it:
+    a --precompile worker's part. A case that fails here fails again, reported, in measure()."""
+    for c in cases:
+        try:
+            torch.manual_seed(0)
+            x = make_input(c, device)
+            torch._dynamo.reset()
+            torch.compile(reduction(c, torch), dynamic=False)(x)
+        except Exception as e:
+            print(f"compile-only: {c.name()}: {type(e).__name__}: {e}", file=sys.stderr)
+
+
+def precompile(argv: list[str], workers: int) -> float:
+    """Runs `workers` processes of this script with --compile-only i/workers (the same shapes:
+    argv holds --seed, --per-class and --shard) and waits for them; returns the seconds. Each
+    worker's Inductor compiles in one thread, so that the workers share the cores."""
+    start = time.monotonic()
+    env = {**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, __file__, *argv, "--compile-only", f"{i}/{workers}"], env=env
+        )
+        for i in range(workers)
+    ]
+    for p in procs:
+        p.wait()
+    return time.monotonic() - start
+
+
 def measure(cases: list[Case]) -> list[dict]:
     from triton.testing import do_bench
 
@@ -383,6 +419,16 @@ def main() -> None:
     ap.add_argument("--shard", default="0/1", help="K/N: the K-th of N slices of the shapes")
     ap.add_argument("--out", default=".")
     ap.add_argument("--dry-run", action="store_true", help="list the shapes and stop")
+    ap.add_argument(
+        "--precompile",
+        type=int,
+        default=12,
+        help="worker processes that compile the shard's shapes before timing (0: none)",
+    )
+    ap.add_argument(
+        "--compile-only", help="I/W: compile the I-th of W slices of the shard's shapes"
+    )
+    ap.add_argument("--device", default="cuda", help="--compile-only's device")
     ap.add_argument("--merge", nargs="*", help="shard JSON files to join")
     args = ap.parse_args()
     out = Path(args.out)
@@ -418,6 +464,15 @@ def main() -> None:
         return
     k, n = map(int, args.shard.split("/"))
     mine = cases[k::n]
+    if args.compile_only:
+        i, w = map(int, args.compile_only.split("/"))
+        compile_only(mine[i::w], args.device)
+        return
+    precompile_s = 0.0
+    if args.precompile > 0:
+        same = ["--seed", str(args.seed), "--per-class", str(args.per_class), "--shard", args.shard]
+        precompile_s = precompile(same, args.precompile)
+        print(f"precompiled {len(mine)} shapes in {precompile_s:.0f} s", file=sys.stderr)
     rows = measure(mine)
     small = small_calls() if k == 0 else []
     info = {
@@ -425,6 +480,7 @@ def main() -> None:
         "torch": torch.__version__,
         "seed": args.seed,
         "shard": args.shard,
+        "precompile_s": precompile_s,
         "rows": rows,
         "small": small,
     }

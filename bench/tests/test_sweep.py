@@ -5,6 +5,7 @@ the sweep's own calls on the CPU with torch's result; the summary renders its ta
 import collections
 import importlib.util
 import math
+import subprocess
 import sys
 from pathlib import Path
 
@@ -111,3 +112,20 @@ def test_the_summary_renders_the_targets():
     assert "results that differ from torch: 1" in text
     assert "below 0.97× the best peer" in text and "sum float32 (999,) d(all)" in text
     assert "| 2^10 | torch_reduce.sum | 3.50 |" in text
+
+
+def test_precompile_fills_the_cache_that_the_timing_compile_loads(tmp_path, monkeypatch):
+    """A --compile-only worker (another process, as --precompile starts them) fills Inductor's
+    on-disk cache, and the same shape compiled here then loads it (an FX graph cache hit) instead
+    of generating it. A fresh cache directory: without the worker this compile would miss."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    case = sweep.generate(0, per_class=1)[-1]  # the loss class's one shape: a 1-d sum
+    assert case.cls == "loss"
+    worker = [sys.executable, str(ROOT / "bench" / "sweep.py"), "--per-class", "1"]
+    subprocess.run([*worker, "--compile-only", "9/10", "--device", "cpu"], check=True, timeout=900)
+    from torch._dynamo.utils import counters
+
+    counters.clear()
+    torch._dynamo.reset()
+    torch.compile(sweep.reduction(case, torch), dynamic=False)(sweep.make_input(case, "cpu"))
+    assert counters["inductor"]["fxgraph_cache_hit"] == 1
