@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-pytestmark = pytest.mark.cuda
+# One xdist worker runs them all (scripts/h200.sh: --dist loadgroup): the module's extension is
+# compiled once (about 50 s) instead of once per worker.
+pytestmark = [pytest.mark.cuda, pytest.mark.xdist_group("progression")]
 
 SOURCE = Path(__file__).resolve().parents[1] / "bench" / "progression" / "progression.cu"
 
