@@ -1368,6 +1368,31 @@ def test_cuda_bits_equal_cpu_for_every_float_dtype(dtype, shape, dims):
         )
 
 
+@pytest.mark.parametrize(
+    "shape,dims",
+    [((37, 5000), [1]), ((5000, 40), [0]), ((8, 64, 33, 17), [0, 2, 3]), (((1 << 22) + 3,), None)],
+)
+def test_cuda_float64_partial_overflow_follows_the_cpu(shape, dims):
+    """float64 values just below 2^1024 of either sign, about five per output among small ones:
+    partial sums overflow (float64 has no wider format), and each output, finite, inf or NaN, is
+    the canonical order's on both devices (NaN payloads aside)."""
+    n = math.prod(shape)
+    g = torch.Generator().manual_seed(n)
+    x = torch.randn(n, generator=g, dtype=torch.float64)
+    per_output = n if dims is None else math.prod(shape[d] for d in dims)
+    huge = torch.rand(n, generator=g) < 5 / per_output
+    sign = torch.randint(0, 2, (n,), generator=g).double() * 2 - 1
+    top = (1 + torch.rand(n, generator=g, dtype=torch.float64) * 0.99) * 2.0**1023 * sign
+    x = torch.where(huge, top, x).reshape(shape)
+    for op in ("sum", "mean"):
+        cpu = getattr(torch.ops.treduce, op)(x, dims)
+        gpu = getattr(torch.ops.treduce, op)(x.cuda(), dims).cpu()
+        nan = torch.isnan(cpu)
+        assert torch.equal(nan, torch.isnan(gpu)), f"{op}: NaN on one device only"
+        assert not torch.isfinite(cpu).all(), f"{op}: the data should overflow somewhere"
+        assert_bits(gpu[~nan], cpu[~nan], op)
+
+
 @pytest.mark.parametrize("n", [1 << 20, 1 << 23], ids=["2^20", "2^23"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=str)
 def test_cuda_float_specials_and_extremes(dtype, n):
