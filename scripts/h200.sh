@@ -63,6 +63,12 @@ if [ "${CPP:-0}" = 1 ]; then
   bash scripts/cpp_check.sh python3 > "$OUT/cpp.log" 2>&1
   grep -E "^(ok|FAIL|no GPU)|tests passed|tests failed" "$OUT/cpp.log" | tail -60
 fi
+# Before the soak, which can fill the rest of a call (SOAK_STOP_AT).
+if [ "${SANITIZE:-0}" = 1 ]; then
+  # TOOLS, KERNELS, SHARD and RACECHECK_JOBS pass through (scripts/sanitize.sh)
+  python3 scripts/sanitize_cover.py --kernels > "$OUT/kernels.log" 2>&1; tail -12 "$OUT/kernels.log"
+  OUT="$OUT" bash scripts/sanitize.sh
+fi
 if [ "${SOAK:-0}" = 1 ]; then
   # SOAK_PROCS processes side by side, each with its own hypothesis seed and its share of the
   # examples per op and device, so that every op's examples spread over all the cores
@@ -117,10 +123,6 @@ signal.signal(signal.SIGINT, signal.default_int_handler); sys.exit(pytest.main(s
   # the device tool brings back at most 8 files: the processes' logs travel as one
   (cd "$OUT" && tar czf soak_logs.tgz soak_*.log && rm -f soak_*.log)
 fi
-if [ "${SANITIZE:-0}" = 1 ]; then
-  python3 scripts/sanitize_cover.py --kernels > "$OUT/kernels.log" 2>&1; tail -12 "$OUT/kernels.log"
-  OUT="$OUT" bash scripts/sanitize.sh
-fi
 if [ "${EXACT:-0}" = 1 ]; then
   python3 bench/exact/proto.py --out "$OUT/exact" ${EXACT_ARGS:-} > "$OUT/exact.log" 2>&1
   grep -E "MISMATCH|Error|error" "$OUT/exact.log" | head -20; tail -32 "$OUT/exact.log"
@@ -141,3 +143,13 @@ if [ "${BENCH:-0}" = 1 ]; then
   python3 bench/bench.py --out "$OUT" ${BENCH_ARGS:-} 2>&1 | grep -v "it/s]" | tail -80
 fi
 cat "$OUT/gpu.txt"
+# PACK=1 (for the GPU machine's tool, which brings back at most 8 files): everything under $OUT
+# also goes into $OUT/out.tgz, and beside it stay only the suite's log and the result tables
+# and plots (*.md, *.json, *.png).
+if [ "${PACK:-0}" = 1 ]; then
+  tgz=$(mktemp --suffix=.tgz)
+  (cd "$OUT" && tar czf "$tgz" . &&
+    find . -type f ! -name pytest.log ! -name '*.md' ! -name '*.json' ! -name '*.png' -delete &&
+    find . -mindepth 1 -type d -empty -delete && mv "$tgz" out.tgz)
+  find "$OUT" -type f | sed "s|^$OUT/||" | sort | tr '\n' ' '; echo
+fi
