@@ -29,6 +29,7 @@ from fuzz_cases import (
     check_same_bits,
     expected,
     same_layout,
+    to_host,
 )
 from hypothesis import given
 
@@ -74,13 +75,15 @@ def run(call: Call, x: torch.Tensor):
 
 def check(call: Call):
     """Ours against torch for one call: (torch's exception type, None) when both raise it,
-    else (None, our result)."""
+    else (None, our result, on the host)."""
     err, theirs, exact, absref = expected(call)
     if err is not None:
         with pytest.raises(err):
             run(call, call.x)
         return err, None
     ours = run(call, call.x)
+    assert ours.device == call.x.device, repr(call)
+    ours, theirs, exact, absref = to_host(ours, theirs, exact, absref)
     check_against_torch(call, ours, theirs, exact, absref)
     return None, ours
 
@@ -109,11 +112,13 @@ def test_fuzz_cuda_against_torch_and_cpu(op):
         gpu = Call(
             call.op, same_layout(call.x, "cuda"), call.dim, call.keepdim, call.dtype, call.note
         )
-        err, on_gpu = check(gpu)  # against torch on CUDA (test_fuzz_cpu: the CPU against torch)
+        # against torch on CUDA (test_fuzz_cpu: the CPU against torch); the result comes back
+        # copied to the host
+        err, from_gpu = check(gpu)
         if err is not None:  # torch raised, and so did ours on CUDA: the CPU backend must too
             with pytest.raises(err):
                 run(call, call.x)
             return
-        check_same_bits(call, run(call, call.x), on_gpu)
+        check_same_bits(call, run(call, call.x), from_gpu)
 
     run_and_report("cuda", op, prop)
