@@ -65,7 +65,7 @@ if [ "${CPP:-0}" = 1 ]; then
 fi
 # Before the soak, which can fill the rest of a call (SOAK_STOP_AT).
 if [ "${SANITIZE:-0}" = 1 ]; then
-  # TOOLS, KERNELS, SHARD and RACECHECK_JOBS pass through (scripts/sanitize.sh)
+  # TOOLS, SHARD, RACECHECK_JOBS and RACECHECK_KERNELS pass through (scripts/sanitize.sh)
   python3 scripts/sanitize_cover.py --kernels > "$OUT/kernels.log" 2>&1; tail -12 "$OUT/kernels.log"
   OUT="$OUT" bash scripts/sanitize.sh
 fi

@@ -15,7 +15,7 @@
 #   TOOLS=racecheck RACECHECK_JOBS=8 bash scripts/sanitize.sh
 #   SHARD=K/N: only the K-th of N interleaved parts of the cases (racecheck: of each case list)
 #   TRACE=1 ...: each call is printed before it runs (where a tool's process dies)
-#   KERNELS=canon_small_kernel TOOLS=racecheck ...: racecheck and synccheck watch only those
+#   RACECHECK_KERNELS=CanonProdOp TOOLS=racecheck ...: racecheck watches only those kernels
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/treduce-sanitize}
@@ -40,9 +40,13 @@ sanitize() {
   # racecheck and synccheck watch only our kernels (namespace treduce); memcheck and initcheck
   # watch every kernel, since initcheck knows memory as initialised only where an instrumented
   # kernel or a copy wrote it (torch's kernels write our inputs).
-  # KERNELS narrows those two to kernels whose name holds it (a rerun over the kernels a change
-  # moved, e.g. KERNELS=canon_small_kernel): uninstrumented kernels run at full speed.
-  case "$1" in racecheck|synccheck) flags+=(--kernel-name "kns=${KERNELS:-treduce}") ;; esac
+  # RACECHECK_KERNELS narrows racecheck, the slow one, to kernels whose name holds it (a rerun
+  # over the kernels a change moved, e.g. RACECHECK_KERNELS=CanonProdOp): the others run
+  # uninstrumented, at full speed.
+  case "$1" in
+    racecheck) flags+=(--kernel-name "kns=${RACECHECK_KERNELS:-treduce}") ;;
+    synccheck) flags+=(--kernel-name kns=treduce) ;;
+  esac
   compute-sanitizer "${flags[@]}" "$PY" scripts/sanitize_cover.py --shard "$2" ${TRACE:+--trace} \
     > "$3" 2>&1
 }
@@ -56,7 +60,7 @@ racecheck_cases() {
   rm -rf "$OUT/racecheck"  # an earlier run's logs would join this run's counts
   mkdir -p "$OUT/racecheck"
   export -f sanitize
-  export PY OUT TRACE KERNELS
+  export PY OUT TRACE RACECHECK_KERNELS
   for c in $(seq 1 "$n"); do
     (( (c - 1) % m == k - 1 )) && echo "$c/$n"
   done | xargs -P "${RACECHECK_JOBS:-4}" -I{} bash -c \
