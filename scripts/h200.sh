@@ -108,11 +108,12 @@ signal.signal(signal.SIGINT, signal.default_int_handler); sys.exit(pytest.main(s
     SOAK_SECONDS=$(( SOAK_STOP_AT - ($(date +%s) - start) ))
   fi
   if [ -n "${SOAK_SECONDS:-}" ]; then
-    (sleep "$SOAK_SECONDS"; kill -INT "${soak_pids[@]}" 2>/dev/null) &
+    # (its output away from the script's: a sleep left behind would hold a caller's pipe open)
+    (sleep "$SOAK_SECONDS"; kill -INT "${soak_pids[@]}") > /dev/null 2>&1 &
     stopper=$!
   fi
   for pid in "${soak_pids[@]}"; do wait "$pid"; done
-  [ -n "${SOAK_SECONDS:-}" ] && kill "$stopper" 2>/dev/null
+  [ -n "${SOAK_SECONDS:-}" ] && { pkill -P "$stopper"; kill "$stopper"; } 2>/dev/null
   grep -hE "^(FAILED|ERROR)" "$OUT"/soak_*.log | head -20
   tail -qn1 "$OUT"/soak_*.log | sort | uniq -c
   awk '{split($3, o, "="); split($4, e, "="); split($7, c, "="); k = $2 " " o[2]
