@@ -227,7 +227,10 @@ def agrees(c: Case, x: torch.Tensor, ours, peer) -> bool:
 
 def compile_only(cases: list[Case], device: str) -> None:
     """Compiles each case's torch reduction with Inductor, as measure() does, without timing it:
-    a --precompile worker's part. A case that fails here fails again, reported, in measure()."""
+    a --precompile worker's part. A case that fails here fails again, reported, in measure().
+    Prints how many of the compiles Inductor's FX graph cache served."""
+    from torch._dynamo.utils import counters
+
     for c in cases:
         try:
             torch.manual_seed(0)
@@ -236,6 +239,8 @@ def compile_only(cases: list[Case], device: str) -> None:
             torch.compile(reduction(c, torch), dynamic=False)(x)
         except Exception as e:
             print(f"compile-only: {c.name()}: {type(e).__name__}: {e}", file=sys.stderr)
+    hits, misses = (counters["inductor"][f"fxgraph_cache_{k}"] for k in ("hit", "miss"))
+    print(f"compile-only: {len(cases)} shapes, FX graph cache hits {hits}, misses {misses}")
 
 
 def precompile(argv: list[str], workers: int) -> float:
@@ -256,6 +261,7 @@ def precompile(argv: list[str], workers: int) -> float:
 
 
 def measure(cases: list[Case]) -> list[dict]:
+    from torch._dynamo.utils import counters
     from triton.testing import do_bench
 
     import torch_reduce
@@ -274,8 +280,10 @@ def measure(cases: list[Case]) -> list[dict]:
         ours, peer = reduction(c, torch_reduce), reduction(c, torch)
         ok = agrees(c, x, ours, peer)
         torch._dynamo.reset()
+        hits = counters["inductor"]["fxgraph_cache_hit"]
         compiled = torch.compile(peer, dynamic=False)
         compiled(x)
+        cached = counters["inductor"]["fxgraph_cache_hit"] > hits  # --precompile's work
         t = {
             name: do_bench(lambda f=f: f(x), return_mode="median")
             for name, f in (("treduce", ours), ("torch", peer), ("inductor", compiled))
@@ -286,11 +294,14 @@ def measure(cases: list[Case]) -> list[dict]:
                 "case": c.name(),
                 "bytes": c.nbytes(),
                 "correct": ok,
+                "inductor_cache_hit": cached,
                 **{f"{k}_ms": v for k, v in t.items()},
             }
         )
         x = compiled = None  # the memory back before the next shape
         torch.cuda.empty_cache()
+    cached = sum(r["inductor_cache_hit"] for r in rows)
+    print(f"Inductor compiles served by the cache: {cached} of {len(rows)}", file=sys.stderr)
     return rows
 
 

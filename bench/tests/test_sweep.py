@@ -5,6 +5,7 @@ the sweep's own calls on the CPU with torch's result; the summary renders its ta
 import collections
 import importlib.util
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -114,18 +115,19 @@ def test_the_summary_renders_the_targets():
     assert "| 2^10 | torch_reduce.sum | 3.50 |" in text
 
 
-def test_precompile_fills_the_cache_that_the_timing_compile_loads(tmp_path, monkeypatch):
+def test_precompile_fills_the_cache_that_the_timing_compile_loads(tmp_path):
     """A --compile-only worker (another process, as --precompile starts them) fills Inductor's
-    on-disk cache, and the same shape compiled here then loads it (an FX graph cache hit) instead
-    of generating it. A fresh cache directory: without the worker this compile would miss."""
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    on-disk cache, and the same shape compiled again in a fresh process, as the timing pass does,
+    loads it (an FX graph cache hit) instead of generating it. A fresh cache directory, so that
+    the first compile must miss; both in processes of their own, away from this one's state."""
     case = sweep.generate(0, per_class=1)[-1]  # the loss class's one shape: a 1-d sum
     assert case.cls == "loss"
     worker = [sys.executable, str(ROOT / "bench" / "sweep.py"), "--per-class", "1"]
-    subprocess.run([*worker, "--compile-only", "9/10", "--device", "cpu"], check=True, timeout=900)
-    from torch._dynamo.utils import counters
-
-    counters.clear()
-    torch._dynamo.reset()
-    torch.compile(sweep.reduction(case, torch), dynamic=False)(sweep.make_input(case, "cpu"))
-    assert counters["inductor"]["fxgraph_cache_hit"] == 1
+    worker += ["--compile-only", "9/10", "--device", "cpu"]
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    runs = [
+        subprocess.run(worker, env=env, check=True, timeout=900, capture_output=True, text=True)
+        for _ in range(2)
+    ]
+    assert "1 shapes, FX graph cache hits 0, misses 1" in runs[0].stdout, runs[0].stdout
+    assert "1 shapes, FX graph cache hits 1, misses 0" in runs[1].stdout, runs[1].stdout
