@@ -50,7 +50,8 @@ if [ "${TESTS:-1}" = 1 ]; then
     workers=(-n "${SUITE_WORKERS:-12}" --dist loadgroup)  # test_large's cases in one worker
   fi
   # test_large's CPU cases run only with LARGE_CPU=1: sized to the machine's memory, they run
-  # there (128 GB) for more than 350 s in one worker, longer than the rest of the suite.
+  # there (128 GB) for more than 350 s in one worker, longer than the rest of the suite. (A -k in
+  # PYTEST_ARGS replaces this one.)
   large=()
   [ "${LARGE_CPU:-0}" = 1 ] || large=(-k "not (test_large and cpu)")
   python3 -m pytest -q -rs -p no:cacheprovider "${workers[@]}" -o faulthandler_timeout=150 \
@@ -121,8 +122,6 @@ signal.signal(signal.SIGINT, signal.default_int_handler); sys.exit(pytest.main(s
         if ($5 != "passed") bad[k] = bad[k] " " $5}
        END {for (k in n) print "fuzz", k, "examples=" n[k], "process-s=" s[k], "cpu-s=" cpu[k] bad[k]}' \
     "$OUT/fuzz_counts.txt" 2>/dev/null | sort
-  # the device tool brings back at most 8 files: the processes' logs travel as one
-  (cd "$OUT" && tar czf soak_logs.tgz soak_*.log && rm -f soak_*.log)
 fi
 if [ "${EXACT:-0}" = 1 ]; then
   python3 bench/exact/proto.py --out "$OUT/exact" ${EXACT_ARGS:-} > "$OUT/exact.log" 2>&1
