@@ -66,7 +66,7 @@ if [ "${CPP:-0}" = 1 ]; then
 fi
 # Before the soak, which can fill the rest of a call (SOAK_STOP_AT).
 if [ "${SANITIZE:-0}" = 1 ]; then
-  # TOOLS, SHARD, RACECHECK_JOBS and RACECHECK_KERNELS pass through (scripts/sanitize.sh)
+  # TOOLS, SHARD, RACECHECK_JOBS and RACECHECK_CASES pass through (scripts/sanitize.sh)
   python3 scripts/sanitize_cover.py --kernels > "$OUT/kernels.log" 2>&1; tail -12 "$OUT/kernels.log"
   OUT="$OUT" bash scripts/sanitize.sh
 fi
@@ -78,10 +78,19 @@ if [ "${SOAK:-0}" = 1 ]; then
   # (cpu, cuda or both). Every test writes its count, outcome and seconds, even when it is cut
   # short; the counts are summed per device and op. Process k's seed is SOAK_SEED_BASE + k, so
   # that a second soak with another base adds fresh draws.
+  # SOAK_EXAMPLES_BY_OP ("amin=11500 prod=9500"): those ops only, each with its own total (a
+  # top-up of the ops an earlier soak of the same code left short).
   rm -f "$OUT/fuzz_counts.txt"
   procs=${SOAK_PROCS:-15}
   read -r -a ops <<< "$(python3 -c 'import sys; sys.path.insert(0, "tests")
 from fuzz_cases import OPS; print(*OPS)')"
+  by_op=()
+  if [ -n "${SOAK_EXAMPLES_BY_OP:-}" ]; then
+    ops=()
+    for item in $SOAK_EXAMPLES_BY_OP; do
+      ops+=("${item%=*}") by_op+=("${item%=*}=$(( (${item#*=} + procs - 1) / procs ))")
+    done
+  fi
   ids=()
   for dev in ${SOAK_DEVICES:-cpu cuda}; do
     for op in "${ops[@]}"; do
@@ -99,6 +108,7 @@ signal.signal(signal.SIGINT, signal.default_int_handler); sys.exit(pytest.main(s
   for k in $(seq 1 "$procs"); do
     r=$(( (k - 1) % ${#ids[@]} )) seed=$(( ${SOAK_SEED_BASE:-0} + k ))
     TREDUCE_FUZZ=soak TREDUCE_FUZZ_EXAMPLES=$(( (${SOAK_EXAMPLES:-20000} + procs - 1) / procs )) \
+      TREDUCE_FUZZ_EXAMPLES_BY_OP="${by_op[*]}" \
       TREDUCE_FUZZ_LOG="$OUT/fuzz_counts.txt" "${pytest_int[@]}" -q -p no:cacheprovider \
       --hypothesis-seed="$seed" "${ids[@]:r}" "${ids[@]:0:r}" > "$OUT/soak_$k.log" 2>&1 &
     soak_pids+=($!)

@@ -36,9 +36,22 @@ TAKES_FP8 = ("sum", "mean", "amax", "amin")
 INT_OUT = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool)
 
 # Profiles: TREDUCE_FUZZ=ci (the default: CI's bounded run) or soak (>= 20,000 examples per op
-# and device). TREDUCE_FUZZ_EXAMPLES overrides the count.
+# and device). TREDUCE_FUZZ_EXAMPLES overrides the count, and TREDUCE_FUZZ_EXAMPLES_BY_OP
+# ("amin=300,prod=250"; ops not named keep the count above) sets it op by op, so that a soak
+# can top up the ops that an earlier one left short.
 PROFILE = os.environ.get("TREDUCE_FUZZ", "ci")
 EXAMPLES = int(os.environ.get("TREDUCE_FUZZ_EXAMPLES", {"ci": 200, "soak": 20000}[PROFILE]))
+
+
+def examples_for(op: str) -> int:
+    """The examples to draw for op (TREDUCE_FUZZ_EXAMPLES_BY_OP, else EXAMPLES)."""
+    by_op = os.environ.get("TREDUCE_FUZZ_EXAMPLES_BY_OP", "")
+    counts = dict(item.split("=") for item in by_op.replace(" ", ",").split(",") if item)
+    unknown = set(counts) - set(OPS)
+    if unknown:
+        raise ValueError(f"TREDUCE_FUZZ_EXAMPLES_BY_OP names no op: {sorted(unknown)}")
+    return int(counts.get(op, EXAMPLES))
+
 
 FUZZ_SETTINGS = settings(
     max_examples=EXAMPLES,

@@ -27,11 +27,12 @@ from fuzz_cases import (
     calls,
     check_against_torch,
     check_same_bits,
+    examples_for,
     expected,
     same_layout,
     to_host,
 )
-from hypothesis import given
+from hypothesis import given, settings
 
 import torch_reduce
 
@@ -90,7 +91,7 @@ def check(call: Call):
 
 @pytest.mark.parametrize("op", OPS)
 def test_fuzz_cpu(op):
-    @FUZZ_SETTINGS
+    @settings(FUZZ_SETTINGS, max_examples=examples_for(op))
     @given(calls(op))
     def prop(call):
         EXAMPLES_RUN["cpu", op] += 1
@@ -105,7 +106,7 @@ def test_fuzz_cuda_against_torch_and_cpu(op):
     """CUDA against torch (on CUDA), and against the CPU backend bit for bit."""
     assert HAS_CUDA
 
-    @FUZZ_SETTINGS
+    @settings(FUZZ_SETTINGS, max_examples=examples_for(op))
     @given(calls(op))
     def prop(call):
         EXAMPLES_RUN["cuda", op] += 1
@@ -122,3 +123,14 @@ def test_fuzz_cuda_against_torch_and_cpu(op):
         check_same_bits(call, run(call, call.x), from_gpu)
 
     run_and_report("cuda", op, prop)
+
+
+def test_examples_by_op(monkeypatch):
+    """The soak's top-up: TREDUCE_FUZZ_EXAMPLES_BY_OP sets the count of the ops it names."""
+    monkeypatch.setenv("TREDUCE_FUZZ_EXAMPLES_BY_OP", "amin=7, prod=3")
+    assert examples_for("amin") == 7
+    assert examples_for("prod") == 3
+    assert examples_for("sum") == FUZZ_SETTINGS.max_examples
+    monkeypatch.setenv("TREDUCE_FUZZ_EXAMPLES_BY_OP", "amni=7")
+    with pytest.raises(ValueError, match="amni"):
+        examples_for("amin")
