@@ -426,6 +426,33 @@ def test_leaves_have_the_in_order_bits_at_any_exponent_spread(
     assert f32_bits(ours.numpy()) == f32_bits(want)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    spreads=st.lists(st.sampled_from([0, 5, 14, 15, 20, 24, 30, 45]), min_size=1, max_size=40),
+    tail=st.integers(0, 600),
+    bf16=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_runs_of_exact_batches_stop_and_resume_at_inexact_ones(spreads, tail, bf16, seed):
+    """Each batch of eight leaves (512 values) over its own exponent spread, some within the
+    vector paths' bounds (bfloat16's float32 tier at 14 binades, float32's at 23, bfloat16's
+    double tier at 39) and some beyond: the runs of exact batches that one vector call takes stop
+    at a batch that is not exact and start again after it. The bits are the in-order
+    reference's."""
+    g = np.random.default_rng(seed)
+    parts = [
+        g.uniform(1, 1.99, 512) * 2.0 ** g.integers(-s, 1, 512) * g.choice([-1.0, 1.0], 512)
+        for s in spreads
+    ]
+    x = np.concatenate([*parts, g.standard_normal(tail)])
+    t = torch.from_numpy(x.astype(np.float32))
+    if bf16:
+        t = t.bfloat16()
+    ours = torch.ops.treduce.sum(t, dtype=torch.float32)
+    want = canonical_sum(t.float().numpy())
+    assert f32_bits(ours.numpy()) == f32_bits(want)
+
+
 @pytest.mark.parametrize("capability", ["avx2", "default"])
 def test_leaf_paths_at_each_instruction_set(capability):
     """The vector paths (exact leaves, column tiles, float64's compensated leaves, argmax's and
@@ -436,7 +463,10 @@ def test_leaf_paths_at_each_instruction_set(capability):
     probe = "import torch; print(torch.backends.cpu.get_cpu_capability())"
     level = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert level.stdout.strip() == capability.upper(), level.stdout + level.stderr
-    tests = "any_order or exponent_spread or overflow or infinities or canonical_order or columns or lanes"
+    tests = (
+        "any_order or exponent_spread or runs_of_exact or overflow or infinities or canonical_order"
+        " or columns or lanes"
+    )
     here = os.path.dirname(__file__)
     files = [__file__, os.path.join(here, "test_family.py")]
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *files, "-k", tests]

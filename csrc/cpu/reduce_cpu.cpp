@@ -138,11 +138,11 @@ constexpr bool kArgLeaves = arg_extreme<Op>::value && std::is_same_v<in_t, typen
                             (std::is_same_v<in_t, float> || std::is_same_v<in_t, double>);
 
 template <int kLeaves, class in_t>
-inline bool exact_leaves(const in_t* p, double* out) {
+inline int64_t exact_leaves(const in_t* p, int64_t nb, double* out) {
   if constexpr (std::is_same_v<in_t, float>)
-    return cpu::exact_leaves<kLeaves>(leaf_isa(), p, out);
+    return cpu::exact_leaves<kLeaves>(leaf_isa(), p, nb, out);
   else
-    return cpu::exact_leaves<kLeaves>(leaf_isa(), reinterpret_cast<const uint16_t*>(p), out);
+    return cpu::exact_leaves<kLeaves>(leaf_isa(), reinterpret_cast<const uint16_t*>(p), nb, out);
 }
 
 #if defined(__SSE2__)
@@ -201,6 +201,10 @@ int64_t push_extreme_batches(const in_t* p0, int64_t r, int64_t r1, Cascade<Op, 
 }
 #endif
 
+// Batches of exact leaves that one call of exact_leaves takes: 128 leaves, 1 KB of sums on the
+// stack (the call's own cost is then spread; see cpu::exact_f32_avx512).
+constexpr int64_t kExactRun = 16;
+
 // A canonical sum's whole contiguous leaves from element r of `p0` on, eight at a time: eight
 // independent in-order chains, interleaved for the pipeline (each leaf's own order is
 // unchanged), merged by their subtree of the leaf tree and pushed as one node. The cascade
@@ -210,14 +214,27 @@ int64_t push_leaf_batches(const in_t* p0, int64_t r, int64_t r1, Cascade<Op, 1>&
   using acc_t = typename Op::acc_t;
   using value_t = typename Op::value_t;
   constexpr int kBatch = 8, kHeight = 3;  // kBatch = 2^kHeight leaves
-  for (; r + kBatch * kLeaf <= r1; r += kBatch * kLeaf) {
+  const auto push = [&](const acc_t* a) {
+    acc_t node = tree_combine_pow2<Op, kBatch>(a);
+    cascade.push(&node, kHeight);
+  };
+  while (r + kBatch * kLeaf <= r1) {
+    if constexpr (kExactLeaves<Op, in_t>) {  // runs of exact batches, many a call
+      acc_t run[kExactRun * kBatch];
+      const int64_t want = std::min<int64_t>(kExactRun, (r1 - r) / (kBatch * kLeaf));
+      const int64_t got = exact_leaves<kBatch>(p0 + r, want, run);
+      for (int64_t b = 0; b < got; ++b) push(run + b * kBatch);
+      r += got * kBatch * kLeaf;
+      if (got == want) continue;
+    }
+    // One batch: where its leaves are not exact together, leaf by leaf (they prefetch), else in
+    // order.
     const in_t* p = p0 + r;
     acc_t a[kBatch];
     bool done = false;
-    if constexpr (kExactLeaves<Op, in_t>) {  // the batch, else leaf by leaf (they prefetch)
-      done = exact_leaves<kBatch>(p, a);
-      for (int l = 0; l < kBatch && !done; ++l) {
-        if (!exact_leaves<1>(p + l * kLeaf, &a[l])) break;
+    if constexpr (kExactLeaves<Op, in_t>) {
+      for (int l = 0; l < kBatch; ++l) {
+        if (exact_leaves<1>(p + l * kLeaf, 1, &a[l]) == 0) break;
         done = l == kBatch - 1;
       }
     } else if constexpr (kCompLeaves<Op, in_t>) {
@@ -240,8 +257,8 @@ int64_t push_leaf_batches(const in_t* p0, int64_t r, int64_t r1, Cascade<Op, 1>&
             a[l] = Op::reduce(a[l], static_cast<value_t>(p[l * kLeaf + j]));
       }
     }
-    acc_t node = tree_combine_pow2<Op, kBatch>(a);
-    cascade.push(&node, kHeight);
+    push(a);
+    r += kBatch * kLeaf;
   }
   return r;
 }

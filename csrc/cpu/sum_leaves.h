@@ -295,23 +295,39 @@ __attribute__((target("avx512f"))) void tile_leaf_avx512(const T* p, const int64
   tile_leaf_simd<16, kTile>(p, rows, n, a);
 }
 
-template <int kLeaves>
-__attribute__((target("avx2"))) bool exact_f32_avx2(const float* p, double* out) {
-  return exact_f32_simd<8, kLeaves>(p, out);
-}
-template <int kLeaves>
-__attribute__((target("avx512f"))) bool exact_f32_avx512(const float* p, double* out) {
-  return exact_f32_simd<16, kLeaves>(p, out);
+// Up to nb consecutive batches of kLeaves leaves, each batch's sums at out + kLeaves * b by
+// kBatch: the number of batches done before the first that is not exact (or nb). Many batches a
+// call: a call a batch cost about 10% of a bfloat16 leaf (2-core Xeon VM, a standalone harness
+// over 2^18 values: 4.66 -> 4.18 ns a leaf), its prologue and its spills of the lanes.
+template <int kLeaves, class T, bool (*kBatch)(const T*, double*)>
+[[gnu::always_inline]] inline int64_t exact_batches(const T* p, int64_t nb, double* out) {
+  int64_t b = 0;
+  while (b < nb && kBatch(p + b * kLeaves * kLeaf, out + b * kLeaves)) ++b;
+  return b;
 }
 // bfloat16: the float32 tier, then the double one.
-template <int kLeaves>
-__attribute__((target("avx2"))) bool exact_bf16_avx2(const uint16_t* p, double* out) {
-  return exact_bf16_simd<float, 8, kLeaves>(p, out) || exact_bf16_simd<double, 8, kLeaves>(p, out);
+template <int W, int kLeaves>
+[[gnu::always_inline]] inline bool exact_bf16_tiers(const uint16_t* p, double* out) {
+  return exact_bf16_simd<float, W, kLeaves>(p, out) || exact_bf16_simd<double, W, kLeaves>(p, out);
 }
 template <int kLeaves>
-__attribute__((target("avx512f,avx512bw"))) bool exact_bf16_avx512(const uint16_t* p, double* out) {
-  return exact_bf16_simd<float, 16, kLeaves>(p, out) ||
-         exact_bf16_simd<double, 16, kLeaves>(p, out);
+__attribute__((target("avx2"))) int64_t exact_f32_avx2(const float* p, int64_t nb, double* out) {
+  return exact_batches<kLeaves, float, exact_f32_simd<8, kLeaves>>(p, nb, out);
+}
+template <int kLeaves>
+__attribute__((target("avx512f"))) int64_t exact_f32_avx512(const float* p, int64_t nb,
+                                                            double* out) {
+  return exact_batches<kLeaves, float, exact_f32_simd<16, kLeaves>>(p, nb, out);
+}
+template <int kLeaves>
+__attribute__((target("avx2"))) int64_t exact_bf16_avx2(const uint16_t* p, int64_t nb,
+                                                        double* out) {
+  return exact_batches<kLeaves, uint16_t, exact_bf16_tiers<8, kLeaves>>(p, nb, out);
+}
+template <int kLeaves>
+__attribute__((target("avx512f,avx512bw"))) int64_t exact_bf16_avx512(const uint16_t* p, int64_t nb,
+                                                                      double* out) {
+  return exact_batches<kLeaves, uint16_t, exact_bf16_tiers<16, kLeaves>>(p, nb, out);
 }
 
 template <int kLeaves>
@@ -325,20 +341,21 @@ __attribute__((target("avx512f"))) void comp_f64_avx512(const double* p, Compens
 
 #endif  // __x86_64__
 
-// kLeaves whole leaves from p (T: float, or bfloat16 as uint16_t): their exact sums into out and
-// true, or false (see above).
+// Up to nb batches of kLeaves whole leaves from p (T: float, or bfloat16 as uint16_t), their exact
+// sums into out (kLeaves a batch): the number of batches done before the first that is not exact
+// (see above); 0 where the instruction set has no vector path.
 template <int kLeaves, class T>
-inline bool exact_leaves(Isa isa, const T* p, double* out) {
+inline int64_t exact_leaves(Isa isa, const T* p, int64_t nb, double* out) {
 #if defined(__x86_64__)
   if constexpr (std::is_same_v<T, float>) {
-    if (isa == Isa::kAvx512) return exact_f32_avx512<kLeaves>(p, out);
-    if (isa == Isa::kAvx2) return exact_f32_avx2<kLeaves>(p, out);
+    if (isa == Isa::kAvx512) return exact_f32_avx512<kLeaves>(p, nb, out);
+    if (isa == Isa::kAvx2) return exact_f32_avx2<kLeaves>(p, nb, out);
   } else {
-    if (isa == Isa::kAvx512) return exact_bf16_avx512<kLeaves>(p, out);
-    if (isa == Isa::kAvx2) return exact_bf16_avx2<kLeaves>(p, out);
+    if (isa == Isa::kAvx512) return exact_bf16_avx512<kLeaves>(p, nb, out);
+    if (isa == Isa::kAvx2) return exact_bf16_avx2<kLeaves>(p, nb, out);
   }
 #endif
-  return false;
+  return 0;
 }
 
 // kLeaves whole float64 leaves from p into their compensated pairs (see comp_f64_simd), or false
