@@ -394,6 +394,17 @@ def test_any_order_batches_keep_the_leaf_tree(dtype):
             assert f32_bits(ours.numpy()) == f32_bits(want), (big, small)
 
 
+def assert_in_order_bits(x, bf16):
+    """The float32 sum of x (rounded to float32, and with bf16 then to bfloat16) has the in-order
+    reference's bits."""
+    t = torch.from_numpy(x.astype(np.float32))
+    if bf16:
+        t = t.bfloat16()
+    ours = torch.ops.treduce.sum(t, dtype=torch.float32)
+    want = canonical_sum(t.float().numpy())
+    assert f32_bits(ours.numpy()) == f32_bits(want)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     n=st.integers(1, 3000),
@@ -418,12 +429,7 @@ def test_leaves_have_the_in_order_bits_at_any_exponent_spread(
     if pairs:
         x[1::2] = -x[0::2][: n // 2]
     x[g.random(n) < zeros] = 0.0
-    t = torch.from_numpy(x.astype(np.float32))
-    if bf16:
-        t = t.bfloat16()
-    ours = torch.ops.treduce.sum(t, dtype=torch.float32)
-    want = canonical_sum(t.float().numpy())
-    assert f32_bits(ours.numpy()) == f32_bits(want)
+    assert_in_order_bits(x, bf16)
 
 
 @settings(max_examples=60, deadline=None)
@@ -445,12 +451,7 @@ def test_runs_of_exact_batches_stop_and_resume_at_inexact_ones(spreads, tail, bf
         for s in spreads
     ]
     x = np.concatenate([*parts, g.standard_normal(tail)])
-    t = torch.from_numpy(x.astype(np.float32))
-    if bf16:
-        t = t.bfloat16()
-    ours = torch.ops.treduce.sum(t, dtype=torch.float32)
-    want = canonical_sum(t.float().numpy())
-    assert f32_bits(ours.numpy()) == f32_bits(want)
+    assert_in_order_bits(x, bf16)
 
 
 @pytest.mark.parametrize("capability", ["avx2", "default"])
