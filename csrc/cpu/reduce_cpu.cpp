@@ -202,7 +202,7 @@ int64_t push_extreme_batches(const in_t* p0, int64_t r, int64_t r1, Cascade<Op, 
 #endif
 
 // Batches of exact leaves that one call of exact_leaves takes: 128 leaves, 1 KB of sums on the
-// stack (the call's own cost is then spread; see cpu::exact_f32_avx512).
+// stack (the call's own cost is then spread; see cpu::exact_batches).
 constexpr int64_t kExactRun = 16;
 
 // A canonical sum's whole contiguous leaves from element r of `p0` on, eight at a time: eight
