@@ -260,7 +260,9 @@ def precompile(argv: list[str], workers: int) -> float:
     return time.monotonic() - start
 
 
-def measure(cases: list[Case]) -> list[dict]:
+def measure(cases: list[Case], save=lambda rows: None) -> list[dict]:
+    """Times each shape; `save(rows)` after each one, so that a call cut short by the GPU
+    machine's time limit still brings back the shapes it finished."""
     from torch._dynamo.utils import counters
     from triton.testing import do_bench
 
@@ -298,6 +300,7 @@ def measure(cases: list[Case]) -> list[dict]:
                 **{f"{k}_ms": v for k, v in t.items()},
             }
         )
+        save(rows)
         x = compiled = None  # the memory back before the next shape
         torch.cuda.empty_cache()
     cached = sum(r["inductor_cache_hit"] for r in rows)
@@ -484,18 +487,24 @@ def main() -> None:
         same = ["--seed", str(args.seed), "--per-class", str(args.per_class), "--shard", args.shard]
         precompile_s = precompile(same, args.precompile)
         print(f"precompiled {len(mine)} shapes in {precompile_s:.0f} s", file=sys.stderr)
-    rows = measure(mine)
-    small = small_calls() if k == 0 else []
     info = {
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "seed": args.seed,
         "shard": args.shard,
         "precompile_s": precompile_s,
-        "rows": rows,
-        "small": small,
+        "rows": [],
+        "small": [],
     }
-    (out / f"sweep-{k}of{n}.json").write_text(json.dumps(info, indent=1))
+
+    def save(rows: list[dict]) -> None:
+        info["rows"] = rows
+        (out / f"sweep-{k}of{n}.json").write_text(json.dumps(info, indent=1))
+
+    # The small-call table first: a short call, and the one the shard cannot do without.
+    small = info["small"] = small_calls() if k == 0 else []
+    save([])
+    rows = measure(mine, save)
     print(summary(rows, small))
 
 
