@@ -5,6 +5,7 @@ eager and Inductor in the same run (issue 55).
     python bench/sweep.py --out DIR [--shard K/N] [--seed S]
     python bench/sweep.py --merge DIR/sweep-*.json --out DIR
     python bench/sweep.py --compile-only I/W [--device cpu]  # (what --precompile runs)
+    python bench/sweep.py --profile DIR/sweep.json [--worst 3] --out DIR
 
 Each shape is timed with do_bench medians (L2 flushed) for treduce, torch eager and a fresh
 torch.compile(dynamic=False) of the same reduction (compiled per shape, never reused). Before
@@ -14,7 +15,10 @@ kernels instead of generating them one shape at a time on one core. --shard
 splits the shapes over several calls (each call of the GPU machine is limited in time); --merge
 joins the shards and writes sweep.json, sweep.md (per-class geometric means, the slowest shapes,
 the targets) and sweep.png. The small-call latency table (torch_reduce.sum of 2^10-2^14 float32,
-torch.ops.treduce.sum, torch.sum and CuPy/CUB) is measured by the shard 0 call.
+torch.ops.treduce.sum, torch.sum and CuPy/CUB) is measured by the shard 0 call. --profile lists,
+for each class's shapes furthest below their best peer in a merged sweep, the kernels (name,
+count per call, µs, grid and block) that treduce, torch and Inductor launch per call: the "why"
+behind a miss.
 """
 
 from __future__ import annotations
@@ -343,6 +347,102 @@ def small_calls() -> list[dict]:
     return rows
 
 
+KERNEL_CATS = ("kernel", "gpu_memset", "gpu_memcpy")
+
+
+def kernel_table(events: list[dict], calls: int, minus: dict[str, int] | None = None) -> list[dict]:
+    """The GPU work of one call from a profiler trace of `calls` calls (chrome-trace events): per
+    kernel (or memset, memcpy) name, how many a call launches and their mean µs, with the grid
+    and block of the first. `minus` holds counts per name to take off first (the L2 flushes that
+    the trace also recorded)."""
+    minus = dict(minus or {})
+    out: dict[str, dict] = {}
+    for e in events:
+        if e.get("cat") not in KERNEL_CATS:
+            continue
+        name = e.get("name", "?")
+        if minus.get(name, 0) > 0:
+            minus[name] -= 1
+            continue
+        args = e.get("args", {})
+        row = out.setdefault(
+            name,
+            {"name": name, "n": 0, "us": 0.0, "grid": args.get("grid"), "block": args.get("block")},
+        )
+        row["n"] += 1
+        row["us"] += float(e.get("dur", 0.0))
+    for row in out.values():
+        row["us"] /= row["n"]
+        row["n"] /= calls
+    return sorted(out.values(), key=lambda r: -r["n"] * r["us"])
+
+
+def _trace(fn, calls: int) -> list[dict]:
+    """The chrome-trace events of `calls` calls of fn, each after an L2 flush."""
+    import tempfile
+
+    from torch.profiler import ProfilerActivity, profile
+
+    flush = torch.empty(64 << 20, dtype=torch.int32, device="cuda")
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            flush.zero_()
+            fn()
+        torch.cuda.synchronize()
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        return json.loads(Path(f.name).read_text())["traceEvents"]
+
+
+def profile_cases(cases: list[Case], calls: int = 20) -> list[dict]:
+    """What each impl launches per call, per case: kernel_table of a traced run (the flush's own
+    kernels, traced alone first, taken off)."""
+    import torch_reduce
+
+    flush_only = kernel_table(_trace(lambda: None, calls), 1)
+    minus = {r["name"]: int(r["n"]) for r in flush_only}
+    out = []
+    for c in cases:
+        x = make_input(c)
+        torch._dynamo.reset()
+        impls = {
+            "treduce": reduction(c, torch_reduce),
+            "torch": reduction(c, torch),
+            "inductor": torch.compile(reduction(c, torch), dynamic=False),
+        }
+        for name, f in impls.items():
+            for _ in range(3):
+                f(x)
+            torch.cuda.synchronize()
+            table = kernel_table(_trace(lambda f=f: f(x), calls), calls, minus)
+            out.append({"case": c.name(), "cls": c.cls, "impl": name, "kernels": table})
+        x = None
+        torch.cuda.empty_cache()
+    return out
+
+
+def fmt_profile(rows: list[dict]) -> str:
+    lines = ["| shape | impl | per call: kernel × n, µs each, grid × block |", "|---|---|---|"]
+    for r in rows:
+        parts = [
+            f"{k['name'][:60]} ×{k['n']:g}, {k['us']:.1f} µs, {k['grid']} × {k['block']}"
+            for k in r["kernels"]
+        ]
+        lines.append(f"| {r['case']} | {r['impl']} | {'<br>'.join(parts) or '—'} |")
+    return "\n".join(lines)
+
+
+def worst(rows: list[dict], per_class: int) -> list[Case]:
+    """The per_class shapes of each class furthest below their best peer, as Cases."""
+    fields = ("cls", "shape", "dtype", "op", "dims", "view")
+    out = []
+    for cls in dict.fromkeys(r["cls"] for r in rows):
+        sel = [r for r in rows if r["cls"] == cls]
+        sel.sort(key=lambda r: r["treduce_ms"] / min(r["torch_ms"], r["inductor_ms"]), reverse=True)
+        out += [Case(**{k: r[k] for k in fields}) for r in sel[:per_class]]
+    return out
+
+
 def geomean(xs: list[float]) -> float:
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
 
@@ -444,6 +544,13 @@ def main() -> None:
     )
     ap.add_argument("--device", default="cuda", help="--compile-only's device")
     ap.add_argument("--merge", nargs="*", help="shard JSON files to join")
+    ap.add_argument(
+        "--profile",
+        metavar="SWEEP_JSON",
+        help="list the kernels that each impl launches per call on the shapes of a merged sweep "
+        "furthest below their best peer (--worst per class); writes profile.json and profile.md",
+    )
+    ap.add_argument("--worst", type=int, default=3, help="--profile's shapes per class")
     args = ap.parse_args()
     out = Path(args.out)
     cases = generate(args.seed, args.per_class)
@@ -475,6 +582,13 @@ def main() -> None:
         )
         plot(rows, out / "sweep.png")
         print(md)
+        return
+    if args.profile:
+        picked = worst(json.loads(Path(args.profile).read_text())["rows"], args.worst)
+        prof = profile_cases(picked)
+        (out / "profile.json").write_text(json.dumps(prof, indent=1))
+        (out / "profile.md").write_text(fmt_profile(prof) + "\n")
+        print(fmt_profile(prof))
         return
     k, n = map(int, args.shard.split("/"))
     mine = cases[k::n]

@@ -6,7 +6,8 @@
 # (scripts/sanitize.sh), EXACT=1 the exact-sum prototype
 # (bench/exact/proto.py: bits against the host's exact sum, speed against plain and canonical),
 # PROGRESSION=1 the seed's kernel progression (bench/progression/run.py), SWEEP=K/N the K-th
-# of N shards of the workload sweep (bench/sweep.py; join them with its --merge), CPP=1 the C++
+# of N shards of the workload sweep (bench/sweep.py; join them with its --merge), SWEEP_PROFILE=
+# a merged sweep.json the kernels behind its worst shapes (--profile), CPP=1 the C++
 # examples and their ctest (scripts/cpp_check.sh; that machine has no network, so where it lacks
 # cmake, carry a cmake wheel and set PIP_NO_INDEX=1 PIP_FIND_LINKS=<its folder>).
 # Logs and results go to $OUT; a short summary is printed last.
@@ -29,6 +30,8 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,utilization.gpu
 # message that formats a number). Build and link with the system g++, which links it shared.
 export CC=/usr/bin/gcc CXX=/usr/bin/g++ LDSHARED="/usr/bin/g++ -shared" LDCXXSHARED="/usr/bin/g++ -shared"
 start=$(date +%s)
+log=build/ninja/torch_reduce/.ninja_log  # ninja appends a line per step it runs
+logged=$(cat "$log" 2>/dev/null | wc -l)
 if [ "${PREBUILT:-0}" = 1 ]; then
   ls torch_reduce/lib/libtorch_reduce.so torch_reduce/_build_info.py > "$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
   bash scripts/build_fast.sh >> "$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
@@ -40,6 +43,11 @@ elif ! python3 -m pip install --no-build-isolation --no-deps -e . > "$OUT/build.
 fi
 echo "build: $(( $(date +%s) - start )) s; libstdc++ symbols defined in the library:" \
   "$(nm -C torch_reduce/lib/libtorch_reduce.so 2>/dev/null | grep -c ' T std::')"
+# What this build compiled: the steps that ninja's log gained (none: nothing to recompile), the
+# longest first.
+if [ -f "$log" ] && [ "${PREBUILT:-0}" != 1 ]; then
+  python3 scripts/ninja_times.py "$log" --skip "$logged" | tee "$OUT/ninja_times.txt"
+fi
 if [ "${TESTS:-1}" = 1 ]; then
   # The whole suite (tests and bench/tests), SUITE_WORKERS xdist workers where pytest-xdist is
   # there (12 by default; 0: one process). A test that runs past 150 s prints every thread's
@@ -144,6 +152,12 @@ fi
 if [ -n "${SWEEP:-}" ]; then
   python3 bench/sweep.py --shard "$SWEEP" --out "$OUT/sweep" > "$OUT/sweep.log" 2>&1
   grep -v "it/s]" "$OUT/sweep.log" | tail -30
+fi
+if [ -n "${SWEEP_PROFILE:-}" ]; then
+  # the kernels per call behind each class's worst shapes of a merged sweep (SWEEP_WORST each)
+  python3 bench/sweep.py --profile "$SWEEP_PROFILE" --worst "${SWEEP_WORST:-3}" \
+    --out "$OUT/profile" > "$OUT/profile.log" 2>&1
+  tail -5 "$OUT/profile.log"
 fi
 if [ "${DEMO:-1}" = 1 ]; then
   python3 examples/demo.py > "$OUT/demo.log" 2>&1; tail -12 "$OUT/demo.log"

@@ -137,3 +137,32 @@ def test_sanitizer_coverage_script_runs_its_cases():
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         calls = int(done.stdout.split("sanitize_cover:")[1].split()[0])
         assert calls > 100, done.stdout[-500:]
+
+
+def test_ninja_times_reports_the_steps_of_one_build(tmp_path):
+    """scripts/ninja_times.py, which the GPU machine's script runs after each build: the steps
+    after --skip are that build's, the longest first; a build that added none compiled nothing."""
+    import pathlib
+
+    script = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "ninja_times.py"
+    log = tmp_path / ".ninja_log"
+    log.write_text(
+        "# ninja log v5\n"
+        "0\t9000\t1\t/b/old.o\th\n"  # an earlier build's step
+        "0\t40000\t1\t/b/units/prod_half.o\th\n"
+        "100\t12500\t1\t/b/units/sum_float.o\th\n"
+        "40000\t41000\t1\t/b/lib.so\th\n"
+    )
+
+    def report(*args):
+        done = subprocess.run(
+            [sys.executable, str(script), str(log), *args], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+
+    lines = report("--skip", "2")
+    assert lines[0].startswith("ninja: 3 steps, 41 s from the first start to the last end")
+    assert [line.split()[-1] for line in lines[1:]] == ["prod_half.o", "sum_float.o", "lib.so"]
+    assert lines[1].split()[0] == "40.0"
+    assert report("--skip", "5") == ["ninja: nothing recompiled"]

@@ -131,3 +131,55 @@ def test_precompile_fills_the_cache_that_the_timing_compile_loads(tmp_path):
     ]
     assert "1 shapes, FX graph cache hits 0, misses 1" in runs[0].stdout, runs[0].stdout
     assert "1 shapes, FX graph cache hits 1, misses 0" in runs[1].stdout, runs[1].stdout
+
+
+def test_the_kernel_table_counts_per_call_and_takes_off_the_flushes():
+    """Two calls traced, each after a flush: the flush's kernels come off by count, the rest
+    are per call, with their mean duration and the first one's launch shape."""
+
+    def ev(name, dur, cat="kernel", grid=(1, 1, 1)):
+        return {"cat": cat, "name": name, "dur": dur, "args": {"grid": list(grid), "block": [256]}}
+
+    events = [
+        {"cat": "cuda_runtime", "name": "cudaLaunchKernel", "dur": 3.0},
+        ev("fill", 80.0),
+        ev("reduce", 4.0, grid=(132, 1, 1)),
+        ev("merge", 1.0),
+        ev("fill", 80.0),
+        ev("reduce", 6.0),
+        ev("merge", 3.0),
+        ev("Memset (Device)", 0.5, cat="gpu_memset"),
+    ]
+    table = sweep.kernel_table(events, calls=2, minus={"fill": 2})
+    assert [r["name"] for r in table] == ["reduce", "merge", "Memset (Device)"]
+    reduce, merge, memset = table
+    assert reduce["n"] == 1 and reduce["us"] == 5.0 and reduce["grid"] == [132, 1, 1]
+    assert merge["n"] == 1 and merge["us"] == 2.0
+    assert memset["n"] == 0.5
+    # a kernel of the flush's name that the impl launches too stays, past the flushes' count
+    extra = sweep.kernel_table(events + [ev("fill", 2.0)], 2, {"fill": 2})
+    assert [(r["n"], r["us"]) for r in extra if r["name"] == "fill"] == [(0.5, 2.0)]
+
+
+def test_worst_picks_each_classs_shapes_furthest_below_the_best_peer():
+    def row(cls, n, ours, torch_ms, inductor_ms):
+        return {
+            "cls": cls,
+            "shape": [n],
+            "dtype": sweep.F32,
+            "op": "sum",
+            "dims": None,
+            "view": "",
+            "treduce_ms": ours,
+            "torch_ms": torch_ms,
+            "inductor_ms": inductor_ms,
+        }
+
+    rows = [
+        row("loss", 1, 1.0, 2.0, 2.0),
+        row("loss", 2, 3.0, 2.0, 1.0),
+        row("loss", 3, 2.0, 1.0, 5.0),
+        row("softmax", 4, 1.0, 1.0, 1.0),
+    ]
+    picked = sweep.worst(rows, per_class=2)
+    assert [(c.cls, c.shape) for c in picked] == [("loss", [2]), ("loss", [3]), ("softmax", [4])]
