@@ -108,11 +108,25 @@ def test_the_summary_renders_the_targets():
             "inductor_ms": 0.009,
         },
     ]
-    text = sweep.summary(rows, [{"n": 1024, "impl": "torch_reduce.sum", "us": 3.5}])
+    small = [
+        {"n": 1024, "impl": "torch_reduce.sum", "us": 3.5},
+        {"n": 1024, "impl": "cupy.sum (CUB)", "us": 7.0},
+    ]
+    text = sweep.summary(rows, small)
     assert "| loss | 2 |" in text
     assert "results that differ from torch: 1" in text
     assert "below 0.97× the best peer" in text and "sum float32 (999,) d(all)" in text
-    assert "| 2^10 | torch_reduce.sum | 3.50 |" in text
+    assert "| 2^10 | torch_reduce.sum | 3.50 | 1.00 |" in text
+    assert "| 2^10 | cupy.sum (CUB) | 7.00 | 2.00 |" in text
+    assert text.splitlines()[2].endswith("| — |")  # no stream measured: no bound
+    # With the stream measured: the class's bound (best peer over the stream) and, for a shape
+    # below the floor, each side's share of the stream.
+    for r, stream_ms in zip(rows, (0.003, 0.004)):
+        r["ceiling_ms"] = stream_ms
+    text = sweep.summary(rows, [])
+    bound = (0.005 / 0.003 * 0.006 / 0.004) ** 0.5
+    assert text.splitlines()[2].endswith(f"| {bound:.2f} |")
+    assert "| sum float32 (999,) d(all) | 0.60 | torch | 10.0 | 6.0 | 4.0 | 40% / 67% |" in text
 
 
 def test_precompile_fills_the_cache_that_the_timing_compile_loads(tmp_path):
