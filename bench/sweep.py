@@ -509,7 +509,7 @@ def summary(rows: list[dict], small: list[dict]) -> str:
             out.append(
                 f"| {r['case']} | {r['vs_best']:.2f} | {r['best_peer']} | "
                 f"{r['treduce_ms'] * 1e3:.1f} | {peer_ms * 1e3:.1f} | "
-                f"{stream * 1e3 if stream else float('nan'):.1f} | {pct} |"
+                f"{f'{stream * 1e3:.1f}' if stream else '—'} | {pct} |"
             )
     if small:
         out += [
@@ -528,7 +528,7 @@ def summary(rows: list[dict], small: list[dict]) -> str:
     return "\n".join(out)
 
 
-def plot(rows: list[dict], path: Path) -> None:
+def plot(rows: list[dict], path: Path, title: str = "") -> None:
     try:
         import matplotlib
 
@@ -546,6 +546,7 @@ def plot(rows: list[dict], path: Path) -> None:
     ax.set_xticks(range(len(classes)), classes, rotation=30, ha="right")
     ax.set_yscale("log")
     ax.set_ylabel("treduce speed × best of torch eager and Inductor")
+    ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -604,7 +605,7 @@ def main() -> None:
         (out / "sweep.md").write_text(
             f"# Workload sweep ({meta['device']}, seed {meta['seed']})\n\n{md}\n"
         )
-        plot(rows, out / "sweep.png")
+        plot(rows, out / "sweep.png", f"{meta['device']}, seed {meta['seed']}, {len(rows)} shapes")
         print(md)
         return
     if args.profile:
