@@ -382,33 +382,36 @@ def kernel_table(events: list[dict], calls: int, minus: dict[str, int] | None = 
     return sorted(out.values(), key=lambda r: -r["n"] * r["us"])
 
 
-def _trace(fn, calls: int) -> list[dict]:
-    """The chrome-trace events of `calls` calls of fn, each after an L2 flush."""
+def _trace(fn, calls: int, device: str = "cuda") -> list[dict]:
+    """The chrome-trace events of `calls` calls of fn, each after an L2 flush (on the CPU, which
+    has no kernels to list, the same loop: the tests walk this path there)."""
     import tempfile
 
     from torch.profiler import ProfilerActivity, profile
 
-    flush = torch.empty(64 << 20, dtype=torch.int32, device="cuda")
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    flush = torch.empty(64 << 20, dtype=torch.int32, device=device)
+    cuda = device == "cuda"
+    with profile(activities=[ProfilerActivity.CUDA if cuda else ProfilerActivity.CPU]) as prof:
         for _ in range(calls):
             flush.zero_()
             fn()
-        torch.cuda.synchronize()
+        if cuda:
+            torch.cuda.synchronize()
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         prof.export_chrome_trace(f.name)
         return json.loads(Path(f.name).read_text())["traceEvents"]
 
 
-def profile_cases(cases: list[Case], calls: int = 20) -> list[dict]:
+def profile_cases(cases: list[Case], calls: int = 20, device: str = "cuda") -> list[dict]:
     """What each impl launches per call, per case: kernel_table of a traced run (the flush's own
     kernels, traced alone first, taken off)."""
     import torch_reduce
 
-    flush_only = kernel_table(_trace(lambda: None, calls), 1)
+    flush_only = kernel_table(_trace(lambda: None, calls, device), 1)
     minus = {r["name"]: int(r["n"]) for r in flush_only}
     out = []
     for c in cases:
-        x = make_input(c)
+        x = make_input(c, device)
         torch._dynamo.reset()
         impls = {
             "treduce": reduction(c, torch_reduce),
@@ -418,22 +421,26 @@ def profile_cases(cases: list[Case], calls: int = 20) -> list[dict]:
         for name, f in impls.items():
             for _ in range(3):
                 f(x)
-            torch.cuda.synchronize()
-            table = kernel_table(_trace(lambda f=f: f(x), calls), calls, minus)
+            table = kernel_table(_trace(lambda f=f: f(x), calls, device), calls, minus)
             out.append({"case": c.name(), "cls": c.cls, "impl": name, "kernels": table})
         x = None
-        torch.cuda.empty_cache()
+        if device == "cuda":
+            torch.cuda.empty_cache()
     return out
 
 
 def fmt_profile(rows: list[dict]) -> str:
-    lines = ["| shape | impl | per call: kernel × n, µs each, grid × block |", "|---|---|---|"]
+    lines = [
+        "| shape | impl | sweep µs | per call: kernel × n, µs each (profiler), grid × block |",
+        "|---|---|---|---|",
+    ]
     for r in rows:
         parts = [
             f"{k['name'][:60]} ×{k['n']:g}, {k['us']:.1f} µs, {k['grid']} × {k['block']}"
             for k in r["kernels"]
         ]
-        lines.append(f"| {r['case']} | {r['impl']} | {'<br>'.join(parts) or '—'} |")
+        sweep_us = f"{r['sweep_us']:.1f}" if r.get("sweep_us") else "—"
+        lines.append(f"| {r['case']} | {r['impl']} | {sweep_us} | {'<br>'.join(parts) or '—'} |")
     return "\n".join(lines)
 
 
@@ -609,8 +616,11 @@ def main() -> None:
         print(md)
         return
     if args.profile:
-        picked = worst(json.loads(Path(args.profile).read_text())["rows"], args.worst)
-        prof = profile_cases(picked)
+        swept = json.loads(Path(args.profile).read_text())["rows"]
+        prof = profile_cases(worst(swept, args.worst))
+        timed_ms = {r["case"]: r for r in swept}
+        for p in prof:  # beside the kernels, the sweep's own time of the call (do_bench)
+            p["sweep_us"] = timed_ms[p["case"]][f"{p['impl']}_ms"] * 1e3
         (out / "profile.json").write_text(json.dumps(prof, indent=1))
         (out / "profile.md").write_text(fmt_profile(prof) + "\n")
         print(fmt_profile(prof))

@@ -154,8 +154,11 @@ if [ -n "${SWEEP:-}" ]; then
   grep -v "it/s]" "$OUT/sweep.log" | tail -30
 fi
 if [ -n "${SWEEP_PROFILE:-}" ]; then
-  # the kernels per call behind each class's worst shapes of a merged sweep (SWEEP_WORST each)
-  python3 bench/sweep.py --profile "$SWEEP_PROFILE" --worst "${SWEEP_WORST:-3}" \
+  # the kernels per call behind each class's worst shapes of a merged sweep (SWEEP_WORST each);
+  # SWEEP_PROFILE=last: of the shard that SWEEP just ran
+  profile_of=$SWEEP_PROFILE
+  [ "$profile_of" = last ] && profile_of="$OUT/sweep/sweep-${SWEEP%/*}of${SWEEP#*/}.json"
+  python3 bench/sweep.py --profile "$profile_of" --worst "${SWEEP_WORST:-3}" \
     --out "$OUT/profile" > "$OUT/profile.log" 2>&1
   tail -5 "$OUT/profile.log"
 fi

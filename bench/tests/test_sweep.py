@@ -197,3 +197,32 @@ def test_worst_picks_each_classs_shapes_furthest_below_the_best_peer():
     ]
     picked = sweep.worst(rows, per_class=2)
     assert [(c.cls, c.shape) for c in picked] == [("loss", [2]), ("loss", [3]), ("softmax", [4])]
+
+
+def test_the_profile_table_renders_each_kernel_beside_the_sweeps_time():
+    rows = [
+        {
+            "case": "sum float32 (267,) d(all)",
+            "impl": "treduce",
+            "sweep_us": 6.9,
+            "kernels": [{"name": "canon_small", "n": 1.0, "us": 2.1, "grid": [1], "block": [64]}],
+        },
+        {"case": "sum float32 (267,) d(all)", "impl": "torch", "kernels": []},
+    ]
+    lines = sweep.fmt_profile(rows).splitlines()
+    assert (
+        lines[2]
+        == "| sum float32 (267,) d(all) | treduce | 6.9 | canon_small ×1, 2.1 µs, [1] × [64] |"
+    )
+    assert lines[3] == "| sum float32 (267,) d(all) | torch | — | — |"
+
+
+def test_profile_walks_each_impl_of_a_case_on_the_cpu():
+    """--profile's loop (input, the three impls, Inductor compiled, the traced calls) on the CPU,
+    where the trace holds no kernels: an error in it shows here, not first on the GPU machine."""
+    case = sweep.generate(0, per_class=1)[-1]  # the loss class's one shape: a 1-d sum
+    rows = sweep.profile_cases([case], calls=2, device="cpu")
+    assert [(r["case"], r["impl"]) for r in rows] == [
+        (case.name(), impl) for impl in ("treduce", "torch", "inductor")
+    ]
+    assert all(r["kernels"] == [] for r in rows)
