@@ -12,6 +12,9 @@ alternate them so that drift on the host falls on both:
     (again, in the same order)
     python bench/ab.py --compare DIR            # per cell: B/A time, and each build's x plain
 
+--grid times every cell of bench.py's grid instead (every op; ours only, no plain kernels): a
+whole-grid check of a build against another, such as the one that produced the committed results.
+
 DIR/<label>_<n>.json holds one run. --compare prints, for each cell, the median over the runs of
 each label, and the time ratio of the label that ran second to the one that ran first (> 1.00:
 the second is slower). Each run also records a digest of each case's output bits (the inputs are
@@ -34,8 +37,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 TIMINGS = 3  # timings of ours and of plain per cell and run, alternately; each keeps its median
 
 
-def cases():
+def cases(whole_grid: bool = False):
+    """The cells of an A/B: with whole_grid, every cell of bench.py's grid (every op; the plain
+    kernels not timed), else the canonical kernels' cells below."""
     from bench import BF16, F16, F32, Case, grid
+
+    if whole_grid:
+        return grid(quick=False)
 
     out = [c for c in grid(quick=False) if c.op in ("sum", "mean") and c.dtype.is_floating_point]
     out += [
@@ -63,8 +71,8 @@ def cases():
     return out
 
 
-def time_case(case) -> dict:
-    """Medians of TIMINGS alternate timings of ours and of the plain kernels, in µs."""
+def time_case(case, plain: bool = True) -> dict:
+    """Medians of TIMINGS alternate timings of ours and (with plain) of the plain kernels, in µs."""
     import torch
 
     from bench import bench_ms, ours_fn, timed
@@ -72,34 +80,37 @@ def time_case(case) -> dict:
     torch.manual_seed(0)
     x = case.make()
     fn = ours_fn(case)
-    ours, plain = [], []
+    ours, plains = [], []
     for _ in range(TIMINGS):
         ours.append(timed(bench_ms, "treduce", lambda: fn(x)) * 1e3)
-        plain.append(timed(bench_ms, "plain", lambda: fn(x)) * 1e3)
+        if plain:
+            plains.append(timed(bench_ms, "plain", lambda: fn(x)) * 1e3)
     out = fn(x).detach().cpu().contiguous().reshape(-1)
     return {
         "case": case.name,
         "ours_us": statistics.median(ours),
-        "plain_us": statistics.median(plain),
+        "plain_us": statistics.median(plains) if plains else None,
         "bits": hashlib.sha256(out.view(torch.uint8).numpy().tobytes()).hexdigest()[:16],
     }
 
 
-def run(label: str, out: Path) -> None:
+def run(label: str, out: Path, whole_grid: bool = False) -> None:
     import torch
 
     import torch_reduce
 
     rows = []
-    for case in cases():
-        rows.append(time_case(case))
-        print(f"{case.name:40s} {rows[-1]['ours_us']:9.1f} µs  plain {rows[-1]['plain_us']:9.1f}")
+    for case in cases(whole_grid):
+        rows.append(time_case(case, plain=not whole_grid))
+        plain = rows[-1]["plain_us"]
+        print(f"{case.name:40s} {rows[-1]['ours_us']:9.1f} µs  plain {plain or float('nan'):9.1f}")
         torch.cuda.empty_cache()
     out.mkdir(parents=True, exist_ok=True)
     n = len(list(out.glob(f"{label}_*.json")))
     meta = {
         "label": label,
-        "library": torch_reduce.library_path,
+        # (a build from before the library split has no library_path: its package's folder)
+        "library": getattr(torch_reduce, "library_path", torch_reduce.__file__),
         "gpu": torch.cuda.get_device_name(),
         "time": time.time(),
     }
@@ -125,9 +136,16 @@ def compare(folder: Path) -> None:
     ratios = []
     for c in names:
         ta, tb = med(ra, c, "ours_us"), med(rb, c, "ours_us")
-        pa, pb = med(ra, c, "plain_us") / ta, med(rb, c, "plain_us") / tb
+        timed_plain = all(
+            r.get("plain_us") for run in ra + rb for r in run["rows"] if r["case"] == c
+        )
+        pa, pb = (
+            (f"{med(ra, c, 'plain_us') / ta:.3f}", f"{med(rb, c, 'plain_us') / tb:.3f}")
+            if timed_plain
+            else ("—", "—")
+        )
         ratios.append(tb / ta)
-        print(f"| {c} | {ta:.1f} | {tb:.1f} | {tb / ta:.3f} | {pa:.3f} | {pb:.3f} |")
+        print(f"| {c} | {ta:.1f} | {tb:.1f} | {tb / ta:.3f} | {pa} | {pb} |")
     geo = statistics.geometric_mean(ratios)
     print(f"geometric mean {b}/{a}: {geo:.3f}; worst {max(ratios):.3f}; best {min(ratios):.3f}")
     digests = {
@@ -144,11 +162,14 @@ def main() -> None:
     ap.add_argument("--label", help="this build's name (a run)")
     ap.add_argument("--out", type=Path, help="the folder of the runs' JSON")
     ap.add_argument("--compare", type=Path, metavar="DIR", help="compare the runs in DIR")
+    ap.add_argument(
+        "--grid", action="store_true", help="every cell of bench.py's grid, ours only (no plain)"
+    )
     args = ap.parse_args()
     if args.compare:
         compare(args.compare)
     elif args.label and args.out:
-        run(args.label, args.out)
+        run(args.label, args.out, args.grid)
     else:
         ap.error("give --label and --out (a run), or --compare DIR")
 

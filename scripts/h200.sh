@@ -7,9 +7,11 @@
 # (bench/exact/proto.py: bits against the host's exact sum, speed against plain and canonical),
 # PROGRESSION=1 the seed's kernel progression (bench/progression/run.py), SWEEP=K/N the K-th
 # of N shards of the workload sweep (bench/sweep.py; join them with its --merge), SWEEP_PROFILE=
-# a merged sweep.json the kernels behind its worst shapes (--profile), CPP=1 the C++
-# examples and their ctest (scripts/cpp_check.sh; that machine has no network, so where it lacks
-# cmake, carry a cmake wheel and set PIP_NO_INDEX=1 PIP_FIND_LINKS=<its folder>).
+# a merged sweep.json the kernels behind its worst shapes (--profile), AB_BASE=<folder of
+# another build's torch_reduce package> the whole grid timed with both builds (bench/ab.py
+# --grid), CPP=1 the C++ examples and their ctest (scripts/cpp_check.sh; that machine has no
+# network, so where it lacks cmake, carry a cmake wheel and set PIP_NO_INDEX=1
+# PIP_FIND_LINKS=<its folder>).
 # Logs and results go to $OUT; a short summary is printed last.
 #   PYTEST_ARGS="-k cuda"  BENCH=1  BENCH_ARGS="--quick"  bash scripts/h200.sh
 #   TESTS=0 DEMO=0 SOAK=1 SANITIZE=1 bash scripts/h200.sh
@@ -161,6 +163,17 @@ if [ -n "${SWEEP_PROFILE:-}" ]; then
   python3 bench/sweep.py --profile "$profile_of" --worst "${SWEEP_WORST:-3}" \
     --out "$OUT/profile" > "$OUT/profile.log" 2>&1
   tail -5 "$OUT/profile.log"
+fi
+if [ -n "${AB_BASE:-}" ]; then
+  # The whole grid, this tree's build against another's (AB_BASE: the folder that holds that
+  # build's torch_reduce package), AB_RUNS times each, alternately, the other build first;
+  # each run its own process (two builds cannot share one).
+  for i in $(seq 1 "${AB_RUNS:-2}"); do
+    PYTHONPATH="$AB_BASE" python3 bench/ab.py --grid --label base --out "$OUT/ab" \
+      >> "$OUT/ab.log" 2>&1
+    PYTHONPATH=$PWD python3 bench/ab.py --grid --label head --out "$OUT/ab" >> "$OUT/ab.log" 2>&1
+  done
+  python3 bench/ab.py --compare "$OUT/ab" | tee "$OUT/ab.md" | tail -50
 fi
 if [ "${DEMO:-1}" = 1 ]; then
   python3 examples/demo.py > "$OUT/demo.log" 2>&1; tail -12 "$OUT/demo.log"
