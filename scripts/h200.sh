@@ -33,7 +33,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,utilization.gpu
 export CC=/usr/bin/gcc CXX=/usr/bin/g++ LDSHARED="/usr/bin/g++ -shared" LDCXXSHARED="/usr/bin/g++ -shared"
 start=$(date +%s)
 log=build/ninja/torch_reduce/.ninja_log  # ninja appends a line per step it runs
-logged=$(cat "$log" 2>/dev/null | wc -l)
+cp "$log" "$OUT/ninja_log_before.txt" 2>/dev/null || : > "$OUT/ninja_log_before.txt"
 if [ "${PREBUILT:-0}" = 1 ]; then
   ls torch_reduce/lib/libtorch_reduce.so torch_reduce/_build_info.py > "$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
   bash scripts/build_fast.sh >> "$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
@@ -48,8 +48,10 @@ echo "build: $(( $(date +%s) - start )) s; libstdc++ symbols defined in the libr
 # What this build compiled: the steps that ninja's log gained (none: nothing to recompile), the
 # longest first.
 if [ -f "$log" ] && [ "${PREBUILT:-0}" != 1 ]; then
-  python3 scripts/ninja_times.py "$log" --skip "$logged" | tee "$OUT/ninja_times.txt"
+  python3 scripts/ninja_times.py "$log" --before "$OUT/ninja_log_before.txt" |
+    tee "$OUT/ninja_times.txt"
 fi
+rm -f "$OUT/ninja_log_before.txt"
 if [ "${TESTS:-1}" = 1 ]; then
   # The whole suite (tests and bench/tests), SUITE_WORKERS xdist workers where pytest-xdist is
   # there (12 by default; 0: one process). A test that runs past 150 s prints every thread's

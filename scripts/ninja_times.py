@@ -1,10 +1,11 @@
 """The steps of one ninja build from its .ninja_log, longest first: what a build compiled and what
 set its length (scripts/h200.sh prints it after each build on the GPU machine).
 
-    python scripts/ninja_times.py build/ninja/torch_reduce/.ninja_log [--skip N] [--top K]
+    python scripts/ninja_times.py build/ninja/torch_reduce/.ninja_log [--before COPY] [--top K]
 
---skip: the log's lines before this build (ninja appends one per step it runs; a build that
-finds nothing to do adds none).
+--before: a copy of the log from before this build; its lines are not this build's (ninja
+appends a line per step it runs, and a build that finds nothing to do adds none; a log that
+ninja recompacts keeps its lines, so the copy's lines still match).
 """
 
 from __future__ import annotations
@@ -39,10 +40,12 @@ def report(lines: list[str], top: int = 8) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("log", type=Path)
-    ap.add_argument("--skip", type=int, default=0)
+    ap.add_argument("--before", type=Path)
     ap.add_argument("--top", type=int, default=8)
     args = ap.parse_args()
-    print(report(args.log.read_text().splitlines()[args.skip :], args.top))
+    old = set(args.before.read_text().splitlines()) if args.before else set()
+    lines = [line for line in args.log.read_text().splitlines() if line not in old]
+    print(report(lines, args.top))
 
 
 if __name__ == "__main__":

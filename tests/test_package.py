@@ -141,17 +141,21 @@ def test_sanitizer_coverage_script_runs_its_cases():
 
 def test_ninja_times_reports_the_steps_of_one_build(tmp_path):
     """scripts/ninja_times.py, which the GPU machine's script runs after each build: the steps
-    after --skip are that build's, the longest first; a build that added none compiled nothing."""
+    not in the copy from before the build are that build's, the longest first (also where ninja
+    recompacted the log, dropping an old line); a build that added none compiled nothing."""
     import pathlib
 
     script = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "ninja_times.py"
+    header, earlier = "# ninja log v5\n", "0\t9000\t1\t/b/old.o\th\n0\t7000\t1\t/b/gone.o\th\n"
+    before = tmp_path / "before"
+    before.write_text(header + earlier)
     log = tmp_path / ".ninja_log"
     log.write_text(
-        "# ninja log v5\n"
-        "0\t9000\t1\t/b/old.o\th\n"  # an earlier build's step
-        "0\t40000\t1\t/b/units/prod_half.o\th\n"
-        "100\t12500\t1\t/b/units/sum_float.o\th\n"
-        "40000\t41000\t1\t/b/lib.so\th\n"
+        header
+        + "0\t9000\t1\t/b/old.o\th\n"  # an earlier build's step (gone.o's line recompacted away)
+        + "0\t40000\t1\t/b/units/prod_half.o\th\n"
+        + "100\t12500\t1\t/b/units/sum_float.o\th\n"
+        + "40000\t41000\t1\t/b/lib.so\th\n"
     )
 
     def report(*args):
@@ -161,8 +165,9 @@ def test_ninja_times_reports_the_steps_of_one_build(tmp_path):
         assert done.returncode == 0, done.stderr
         return done.stdout.splitlines()
 
-    lines = report("--skip", "2")
+    lines = report("--before", str(before))
     assert lines[0].startswith("ninja: 3 steps, 41 s from the first start to the last end")
     assert [line.split()[-1] for line in lines[1:]] == ["prod_half.o", "sum_float.o", "lib.so"]
     assert lines[1].split()[0] == "40.0"
-    assert report("--skip", "5") == ["ninja: nothing recompiled"]
+    before.write_text(log.read_text())
+    assert report("--before", str(before)) == ["ninja: nothing recompiled"]
