@@ -7,11 +7,14 @@ and bfloat16 sums and means over a sharded dim with the single-device bits on 1-
 data); autograd through a sharded sum.
 """
 
+import faulthandler
 import os
 import queue
 import socket
+import tempfile
 import time
 import traceback
+import warnings
 
 import pytest
 import torch
@@ -40,207 +43,196 @@ def _close(got: torch.Tensor, want: torch.Tensor, op: str) -> bool:
     return torch.allclose(got.double(), want.double(), rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
-def _worker(rank: int, world: int, port: int, errors) -> None:
-    try:
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        dist.init_process_group("gloo", rank=rank, world_size=world)
-        torch.set_num_threads(1)
-        from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
+def _worker(rank: int, world: int) -> None:
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 
-        import torch_reduce
+    import torch_reduce
 
-        mesh = init_device_mesh("cpu", (world,))
-        # the wrappers register the sharding rules on the first DTensor they see
-        first = torch_reduce.sum(distribute_tensor(torch.ones(world, 3), mesh, [Shard(0)]), [0])
-        assert torch.equal(first.full_tensor(), torch.full((3,), float(world)))
-        from torch_reduce.distributed import ReducePartial
+    mesh = init_device_mesh("cpu", (world,))
+    # the wrappers register the sharding rules on the first DTensor they see
+    first = torch_reduce.sum(distribute_tensor(torch.ones(world, 3), mesh, [Shard(0)]), [0])
+    assert torch.equal(first.full_tensor(), torch.full((3,), float(world)))
+    from torch_reduce.distributed import ReducePartial
 
-        gen = torch.Generator().manual_seed(7)
-        for shape in SHAPES:
-            x = torch.randn(shape, generator=gen)
-            xi = torch.randint(-20, 20, shape, generator=gen)
-            x[0, 1] = float("nan") if len(shape) == 2 else x[0, 1]
-            nd = len(shape)
-            for placement in [Replicate()] + [Shard(d) for d in range(nd)]:
-                dx = distribute_tensor(x, mesh, [placement])
-                di = distribute_tensor(xi, mesh, [placement])
-                for dims in [None, [0], [nd - 1], [0, nd - 1]]:
-                    for keepdim in (False, True):
-                        cases = [
-                            ("sum", dx, x, {}),
-                            ("mean", dx, x, {}),
-                            ("prod", dx, x, {}),
-                            ("amax", dx, x, {}),
-                            ("amin", dx, x, {}),
-                            ("sum", di, xi, {}),
-                            ("sum", di, xi, {"dtype": torch.float64}),
-                            ("prod", di, xi, {}),
-                            ("bitwise_and", di, xi, {}),
-                            ("bitwise_or", di, xi, {}),
-                            ("bitwise_xor", di, xi, {}),
-                        ]
-                        for op, d_in, t_in, kw in cases:
-                            fn = getattr(torch_reduce, op)
-                            got = fn(d_in, dims, keepdim, **kw)
-                            assert isinstance(got, DTensor), (op, placement, dims)
-                            want = fn(t_in, dims, keepdim, **kw)
-                            full = got.full_tensor()
-                            assert _close(full, want, op), (op, shape, placement, dims, keepdim)
-                            red = range(nd) if dims is None else [d % nd for d in dims]
-                            p = got.placements[0]
-                            sd = placement.dim if isinstance(placement, Shard) else None
-                            empty = sd is not None and any(
-                                Shard.local_shard_size_and_offset(shape[sd], world, r)[0] == 0
-                                for r in range(world)
-                            )
-                            if sd is not None and shape[sd] < world:
-                                # DTensor takes no strategy that shards a dim over more ranks
-                                # than it has elements: the dim is replicated first
-                                assert isinstance(p, Replicate), (op, p)
-                            elif sd in red and empty and op in ("amax", "amin"):
-                                # no maximum of an empty shard: the dim is replicated first
-                                assert isinstance(p, Replicate), (op, p)
-                            elif (
-                                sd in red and op in ("sum", "mean") and t_in.dtype == torch.float32
-                            ):
-                                # float64 partials, combined and rounded once (wide_sum)
-                                assert isinstance(p, Replicate), (op, p)
-                            elif sd in red:
-                                assert isinstance(p, ReducePartial) or (
-                                    op == "sum" and isinstance(p, Partial)
-                                ), (op, p, shape, placement, dims, keepdim, kw)
-                            elif isinstance(placement, Shard):
-                                assert isinstance(p, Shard), (op, p)
-                            else:
-                                assert isinstance(p, Replicate), (op, p)
-                for op in ("argmax", "argmin"):
-                    for d in [None] + list(range(nd)):
-                        got = getattr(torch_reduce, op)(dx if op == "argmax" else di, d)
-                        t = x if op == "argmax" else xi
-                        want = getattr(torch, op)(t, d)
-                        assert torch.equal(got.full_tensor(), want), (op, shape, placement, d)
-        # A Partial(sum) input to sum: the sum of the partial sums.
-        parts = torch.arange(12, dtype=torch.float64).reshape(3, 4) * (rank + 1)
-        dp = DTensor.from_local(parts, mesh, [Partial("sum")])
-        got = torch_reduce.sum(dp, [1]).full_tensor()
-        want = (torch.arange(12, dtype=torch.float64).reshape(3, 4) * sum(range(1, world + 1))).sum(
-            1
-        )
-        assert torch.equal(got, want), (got, want)
-        # Sharding over kept dims gives the single-device bits.
-        big = torch.randn(16, 1000, generator=gen)
-        for op in ("sum", "mean"):
-            got = getattr(torch_reduce, op)(distribute_tensor(big, mesh, [Shard(0)]), [1])
-            assert torch.equal(got.full_tensor(), getattr(torch_reduce, op)(big, [1])), op
-        # NaN on one rank only: amax is NaN, as torch's.
-        v = torch.zeros(world * 3)
-        v[4] = float("nan")
-        got = torch_reduce.amax(distribute_tensor(v, mesh, [Shard(0)]))
-        assert torch.isnan(got.full_tensor()), got
-        # argmax/argmin over the sharded dim: ties across ranks take the first index, a NaN on
-        # a later rank wins, as torch's; the result is Replicate (pairs, not the whole input).
-        n = 5 * world + 2
-        t = torch.zeros(3, n)
-        t[0, [1, n - 1]] = 7.0  # a tie on the first and the last rank
-        t[1, n - 2] = float("nan")
-        t[1, 0] = 9.0
-        t[2] = torch.arange(n, 0, -1.0)
-        dt = distribute_tensor(t, mesh, [Shard(1)])
-        for op in ("argmax", "argmin"):
-            for keepdim in (False, True):
-                got = getattr(torch_reduce, op)(dt, 1, keepdim)
-                assert isinstance(got.placements[0], Replicate), got.placements
-                assert torch.equal(got.full_tensor(), getattr(torch, op)(t, 1, keepdim)), op
-            got = getattr(torch_reduce, op)(distribute_tensor(t, mesh, [Shard(0)]), 1)
-            assert torch.equal(got.full_tensor(), getattr(torch, op)(t, 1)), op
-        # Autograd through a sum over the sharded dim.
-        w = torch.randn(6, 5, generator=gen, requires_grad=True)
-        dw = distribute_tensor(w.detach(), mesh, [Shard(0)]).requires_grad_()
-        scale = distribute_tensor(torch.arange(5.0), mesh, [Replicate()])
-        (torch_reduce.sum(dw, [0]) * scale).sum().full_tensor().backward()
-        assert torch.equal(dw.grad.full_tensor(), torch.arange(5.0).expand(6, 5)), dw.grad
-        _finish(errors)
-    except Exception:  # reported by the parent
-        errors.put(f"rank {rank}: {traceback.format_exc()}")
-        raise
+    gen = torch.Generator().manual_seed(7)
+    for shape in SHAPES:
+        x = torch.randn(shape, generator=gen)
+        xi = torch.randint(-20, 20, shape, generator=gen)
+        x[0, 1] = float("nan") if len(shape) == 2 else x[0, 1]
+        nd = len(shape)
+        for placement in [Replicate()] + [Shard(d) for d in range(nd)]:
+            dx = distribute_tensor(x, mesh, [placement])
+            di = distribute_tensor(xi, mesh, [placement])
+            for dims in [None, [0], [nd - 1], [0, nd - 1]]:
+                for keepdim in (False, True):
+                    cases = [
+                        ("sum", dx, x, {}),
+                        ("mean", dx, x, {}),
+                        ("prod", dx, x, {}),
+                        ("amax", dx, x, {}),
+                        ("amin", dx, x, {}),
+                        ("sum", di, xi, {}),
+                        ("sum", di, xi, {"dtype": torch.float64}),
+                        ("prod", di, xi, {}),
+                        ("bitwise_and", di, xi, {}),
+                        ("bitwise_or", di, xi, {}),
+                        ("bitwise_xor", di, xi, {}),
+                    ]
+                    for op, d_in, t_in, kw in cases:
+                        fn = getattr(torch_reduce, op)
+                        got = fn(d_in, dims, keepdim, **kw)
+                        assert isinstance(got, DTensor), (op, placement, dims)
+                        want = fn(t_in, dims, keepdim, **kw)
+                        full = got.full_tensor()
+                        assert _close(full, want, op), (op, shape, placement, dims, keepdim)
+                        red = range(nd) if dims is None else [d % nd for d in dims]
+                        p = got.placements[0]
+                        sd = placement.dim if isinstance(placement, Shard) else None
+                        empty = sd is not None and any(
+                            Shard.local_shard_size_and_offset(shape[sd], world, r)[0] == 0
+                            for r in range(world)
+                        )
+                        if sd is not None and shape[sd] < world:
+                            # DTensor takes no strategy that shards a dim over more ranks
+                            # than it has elements: the dim is replicated first
+                            assert isinstance(p, Replicate), (op, p)
+                        elif sd in red and empty and op in ("amax", "amin"):
+                            # no maximum of an empty shard: the dim is replicated first
+                            assert isinstance(p, Replicate), (op, p)
+                        elif sd in red and op in ("sum", "mean") and t_in.dtype == torch.float32:
+                            # float64 partials, combined and rounded once (wide_sum)
+                            assert isinstance(p, Replicate), (op, p)
+                        elif sd in red:
+                            assert isinstance(p, ReducePartial) or (
+                                op == "sum" and isinstance(p, Partial)
+                            ), (op, p, shape, placement, dims, keepdim, kw)
+                        elif isinstance(placement, Shard):
+                            assert isinstance(p, Shard), (op, p)
+                        else:
+                            assert isinstance(p, Replicate), (op, p)
+            for op in ("argmax", "argmin"):
+                for d in [None] + list(range(nd)):
+                    got = getattr(torch_reduce, op)(dx if op == "argmax" else di, d)
+                    t = x if op == "argmax" else xi
+                    want = getattr(torch, op)(t, d)
+                    assert torch.equal(got.full_tensor(), want), (op, shape, placement, d)
+    # A Partial(sum) input to sum: the sum of the partial sums.
+    parts = torch.arange(12, dtype=torch.float64).reshape(3, 4) * (rank + 1)
+    dp = DTensor.from_local(parts, mesh, [Partial("sum")])
+    got = torch_reduce.sum(dp, [1]).full_tensor()
+    want = (torch.arange(12, dtype=torch.float64).reshape(3, 4) * sum(range(1, world + 1))).sum(1)
+    assert torch.equal(got, want), (got, want)
+    # Sharding over kept dims gives the single-device bits.
+    big = torch.randn(16, 1000, generator=gen)
+    for op in ("sum", "mean"):
+        got = getattr(torch_reduce, op)(distribute_tensor(big, mesh, [Shard(0)]), [1])
+        assert torch.equal(got.full_tensor(), getattr(torch_reduce, op)(big, [1])), op
+    # NaN on one rank only: amax is NaN, as torch's.
+    v = torch.zeros(world * 3)
+    v[4] = float("nan")
+    got = torch_reduce.amax(distribute_tensor(v, mesh, [Shard(0)]))
+    assert torch.isnan(got.full_tensor()), got
+    # argmax/argmin over the sharded dim: ties across ranks take the first index, a NaN on
+    # a later rank wins, as torch's; the result is Replicate (pairs, not the whole input).
+    n = 5 * world + 2
+    t = torch.zeros(3, n)
+    t[0, [1, n - 1]] = 7.0  # a tie on the first and the last rank
+    t[1, n - 2] = float("nan")
+    t[1, 0] = 9.0
+    t[2] = torch.arange(n, 0, -1.0)
+    dt = distribute_tensor(t, mesh, [Shard(1)])
+    for op in ("argmax", "argmin"):
+        for keepdim in (False, True):
+            got = getattr(torch_reduce, op)(dt, 1, keepdim)
+            assert isinstance(got.placements[0], Replicate), got.placements
+            assert torch.equal(got.full_tensor(), getattr(torch, op)(t, 1, keepdim)), op
+        got = getattr(torch_reduce, op)(distribute_tensor(t, mesh, [Shard(0)]), 1)
+        assert torch.equal(got.full_tensor(), getattr(torch, op)(t, 1)), op
+    # Autograd through a sum over the sharded dim.
+    w = torch.randn(6, 5, generator=gen, requires_grad=True)
+    dw = distribute_tensor(w.detach(), mesh, [Shard(0)]).requires_grad_()
+    scale = distribute_tensor(torch.arange(5.0), mesh, [Replicate()])
+    (torch_reduce.sum(dw, [0]) * scale).sum().full_tensor().backward()
+    assert torch.equal(dw.grad.full_tensor(), torch.arange(5.0).expand(6, 5)), dw.grad
 
 
-def _worker_2d(rank: int, world: int, port: int, errors) -> None:
+def _worker_2d(rank: int, world: int) -> None:
     """A 2 x 2 mesh: placements on both mesh dims, against the single-device result."""
-    try:
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        dist.init_process_group("gloo", rank=rank, world_size=world)
-        torch.set_num_threads(1)
-        from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 
-        import torch_reduce
+    import torch_reduce
 
-        mesh = init_device_mesh("cpu", (2, 2))
-        gen = torch.Generator().manual_seed(11)
-        x = torch.randn(6, 10, 4, generator=gen)
-        xi = torch.randint(-9, 9, (6, 10, 4), generator=gen)
-        placements = [
-            [Shard(0), Shard(1)],
-            [Shard(1), Shard(0)],
-            [Shard(0), Replicate()],
-            [Replicate(), Shard(2)],
-            [Shard(1), Shard(1)],
-        ]
-        for pl in placements:
-            dx = distribute_tensor(x, mesh, pl)
-            di = distribute_tensor(xi, mesh, pl)
-            for dims in (None, [0], [1], [0, 1], [2]):
-                for op, d_in, t_in in [
-                    ("sum", dx, x),
-                    ("mean", dx, x),
-                    ("prod", dx, x),
-                    ("amax", dx, x),
-                    ("amin", dx, x),
-                    ("bitwise_xor", di, xi),
-                ]:
-                    got = getattr(torch_reduce, op)(d_in, dims).full_tensor()
-                    want = getattr(torch_reduce, op)(t_in, dims)
-                    assert _close(got, want, op), (op, pl, dims)
-            for d in (0, 1, 2):
-                got = torch_reduce.argmax(dx, d).full_tensor()
-                assert torch.equal(got, torch.argmax(x, d)), (pl, d)
-        _finish(errors)
-    except Exception:  # reported by the parent
-        errors.put(f"rank {rank}: {traceback.format_exc()}")
-        raise
+    mesh = init_device_mesh("cpu", (2, 2))
+    gen = torch.Generator().manual_seed(11)
+    x = torch.randn(6, 10, 4, generator=gen)
+    xi = torch.randint(-9, 9, (6, 10, 4), generator=gen)
+    placements = [
+        [Shard(0), Shard(1)],
+        [Shard(1), Shard(0)],
+        [Shard(0), Replicate()],
+        [Replicate(), Shard(2)],
+        [Shard(1), Shard(1)],
+    ]
+    for pl in placements:
+        dx = distribute_tensor(x, mesh, pl)
+        di = distribute_tensor(xi, mesh, pl)
+        for dims in (None, [0], [1], [0, 1], [2]):
+            for op, d_in, t_in in [
+                ("sum", dx, x),
+                ("mean", dx, x),
+                ("prod", dx, x),
+                ("amax", dx, x),
+                ("amin", dx, x),
+                ("bitwise_xor", di, xi),
+            ]:
+                got = getattr(torch_reduce, op)(d_in, dims).full_tensor()
+                want = getattr(torch_reduce, op)(t_in, dims)
+                assert _close(got, want, op), (op, pl, dims)
+        for d in (0, 1, 2):
+            got = torch_reduce.argmax(dx, d).full_tensor()
+            assert torch.equal(got, torch.argmax(x, d)), (pl, d)
 
 
-def _worker_bits(rank: int, world: int, port: int, errors) -> None:
+def _worker_bits(rank: int, world: int) -> None:
     """float32 and bfloat16 sums and means over a sharded dim have the single-device bits, on
     bench/accuracy.py's D1-D4 data, even and uneven shards."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    import torch_reduce
+
+    mesh = init_device_mesh("cpu", (world,))
+    for n, seed in ((20011, 0), (4096, 1), (999, 2)):
+        for name, x in data_sets(n, seed).items():
+            for dtype in (torch.float32, torch.bfloat16):
+                xd = x.to(dtype)
+                dx = distribute_tensor(xd, mesh, [Shard(0)])
+                for op in ("sum", "mean"):
+                    fn = getattr(torch_reduce, op)
+                    got, want = fn(dx).full_tensor(), fn(xd)
+                    assert torch.equal(got, want), (op, name, dtype, n, got, want)
+                rows = distribute_tensor(xd[: n - n % 8].view(-1, 8), mesh, [Shard(0)])
+                got = torch_reduce.sum(rows, [0]).full_tensor()
+                assert torch.equal(got, torch_reduce.sum(xd[: n - n % 8].view(-1, 8), [0]))
+
+
+def _rank_main(target, rank: int, world: int, port: int, errors, fault_path: str) -> None:
+    """One rank: joins the gloo group on loopback, runs target(rank, world) and reports any
+    exception to the parent. A fatal signal leaves the Python stack of every thread in
+    fault_path, so the parent can tell where a rank that died without a report was."""
+    fault = open(fault_path, "w")  # noqa: SIM115 (open until the process ends)
+    faulthandler.enable(file=fault, all_threads=True)
     try:
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         dist.init_process_group("gloo", rank=rank, world_size=world)
         torch.set_num_threads(1)
-        from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.tensor import Shard, distribute_tensor
-
-        import torch_reduce
-
-        mesh = init_device_mesh("cpu", (world,))
-        for n, seed in ((20011, 0), (4096, 1), (999, 2)):
-            for name, x in data_sets(n, seed).items():
-                for dtype in (torch.float32, torch.bfloat16):
-                    xd = x.to(dtype)
-                    dx = distribute_tensor(xd, mesh, [Shard(0)])
-                    for op in ("sum", "mean"):
-                        fn = getattr(torch_reduce, op)
-                        got, want = fn(dx).full_tensor(), fn(xd)
-                        assert torch.equal(got, want), (op, name, dtype, n, got, want)
-                    rows = distribute_tensor(xd[: n - n % 8].view(-1, 8), mesh, [Shard(0)])
-                    got = torch_reduce.sum(rows, [0]).full_tensor()
-                    assert torch.equal(got, torch_reduce.sum(xd[: n - n % 8].view(-1, 8), [0]))
-        _finish(errors)
+        target(rank, world)
     except Exception:  # reported by the parent
         errors.put(f"rank {rank}: {traceback.format_exc()}")
         raise
+    _finish(errors)
 
 
 def _finish(errors) -> None:
@@ -253,11 +245,35 @@ def _finish(errors) -> None:
     os._exit(0)
 
 
-def _spawn(target, world: int) -> None:
+def _faulting_stack(dump: str) -> str:
+    """The stack of the thread that took the fatal signal, from a faulthandler dump."""
+    block = dump.split("Current thread", 1)[1] if "Current thread" in dump else dump
+    return block.split("\n\n", 1)[0]
+
+
+def _transient(reports: list[str], exitcodes: dict[int, int], dumps: dict[int, str]) -> bool:
+    """A gloo transport failure, not a finding: some rank died of a signal (exitcodes holds
+    the ranks that ended on their own, not those the parent stopped) in a thread that was not
+    running torch_reduce, and every report of the others is a gloo transport error. A wrong
+    result (an assertion), any other exception, or a crash inside torch_reduce is never
+    transient."""
+    died = [r for r, c in exitcodes.items() if c is not None and c < 0]
+    if not died or any("torch_reduce" in _faulting_stack(dumps.get(r, "")) for r in died):
+        return False
+    return all("gloo/transport" in m and "AssertionError" not in m for m in reports)
+
+
+def _run_group(target, world: int, fault_dir: str) -> tuple[str, bool] | None:
+    """Runs target on world ranks. None when every rank passed; else the report and whether
+    the failure is a transient gloo transport failure (_transient)."""
     ctx = mp.get_context("spawn")
     errors = ctx.Queue()
     port = _free_port()
-    procs = [ctx.Process(target=target, args=(r, world, port, errors)) for r in range(world)]
+    paths = [os.path.join(fault_dir, f"rank{r}.txt") for r in range(world)]
+    procs = [
+        ctx.Process(target=_rank_main, args=(target, r, world, port, errors, paths[r]))
+        for r in range(world)
+    ]
     for p in procs:
         p.start()
     # A rank that fails leaves the others waiting in a collective: stop them at the first error.
@@ -269,14 +285,48 @@ def _spawn(target, world: int) -> None:
         except queue.Empty:
             pass
     time.sleep(1 if msgs else 0)  # the other ranks' reports, if they have one
-    alive = [p for p in procs if p.is_alive()]
-    for p in alive:
-        p.kill()
+    ended = {r: p.exitcode for r, p in enumerate(procs) if not p.is_alive()}
+    alive = [r for r, p in enumerate(procs) if p.is_alive()]
+    for r in alive:
+        procs[r].kill()
+        procs[r].join()
     while not errors.empty():
         msgs.append(errors.get())
-    assert not msgs, "\n".join(msgs)
-    assert not alive, f"ranks still running after {TIMEOUT_S} s"
-    assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
+    if not msgs and not alive and all(c == 0 for c in ended.values()):
+        return None
+    dumps = {r: open(paths[r]).read() for r in ended if ended[r] is not None and ended[r] < 0}
+    report = "\n".join(
+        msgs
+        + [f"exit codes {ended}; stopped by the parent: {alive}"]
+        + (["still running after the time limit"] if time.monotonic() >= deadline else [])
+        + [f"rank {r} died of signal {-ended[r]}; faulthandler:\n{d}" for r, d in dumps.items()]
+    )
+    return report, _transient(msgs, ended, dumps)
+
+
+def _spawn(target, world: int) -> None:
+    """Runs target on world ranks and fails with their reports. A transient gloo transport
+    failure (_transient) is rerun once, with a warning that carries its report."""
+    with tempfile.TemporaryDirectory() as fault_dir:
+        failed = _run_group(target, world, fault_dir)
+        if failed is not None and failed[1]:
+            warnings.warn(f"gloo transport failure, rerun once:\n{failed[0]}", stacklevel=2)
+            failed = _run_group(target, world, fault_dir)
+    assert failed is None, failed[0]
+
+
+def test_transient_is_only_a_gloo_failure_outside_our_code():
+    reset = "rank 0: ...\nRuntimeError: [gloo/transport/tcp/pair.cc:538] Read error: reset by peer"
+    gloo_thread = "Fatal Python error: Aborted\n\nCurrent thread 0x7 (most recent call first):\n  <no Python frame>\n\nThread 0x1:\n  File torch_reduce/ops.py"
+    ours = 'Fatal Python error: Segmentation fault\n\nCurrent thread 0x1 (most recent call first):\n  File "torch_reduce/ops.py", line 9 in sum'
+    assert _transient([reset], {1: -6}, {1: gloo_thread})
+    assert not _transient([reset], {1: -11}, {1: ours})  # a crash in our code
+    assert not _transient(
+        [reset, "rank 2: AssertionError: gloo/transport"], {1: -6}, {1: gloo_thread}
+    )
+    assert not _transient(["rank 0: AssertionError: (sum, ...)"], {}, {})  # a wrong result
+    assert not _transient([reset], {1: 1}, {})  # no signal: the rank reported or exited
+    assert not _transient([reset], {}, {})  # nobody died: stopped ranks are not counted
 
 
 @pytest.mark.parametrize("world", WORLD_SIZES)
@@ -310,72 +360,64 @@ def test_tensor_parallel_example_runs():
     assert "match torch" in r.stdout, r.stdout
 
 
-def _worker_fuzz(rank: int, world: int, port: int, errors) -> None:
+def _worker_fuzz(rank: int, world: int) -> None:
     """Property-based: random shapes (sizes 1-9, uneven shards included), placements, ops,
     dims and keepdim; the DTensor result's full tensor against the single-device result (the
     same bits for sums and means of float32, integers exactly, others to rounding). Every rank
     draws the same examples (derandomized, no shrinking), so the collectives stay in step."""
-    try:
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        dist.init_process_group("gloo", rank=rank, world_size=world)
-        torch.set_num_threads(1)
-        from hypothesis import Phase, given, settings
-        from hypothesis import strategies as st
-        from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+    from hypothesis import Phase, given, settings
+    from hypothesis import strategies as st
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 
-        import torch_reduce
+    import torch_reduce
 
-        mesh = init_device_mesh("cpu", (world,))
-        ops = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "bitwise_or"]
+    mesh = init_device_mesh("cpu", (world,))
+    ops = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "bitwise_or"]
 
-        @settings(
-            max_examples=FUZZ_EXAMPLES,
-            derandomize=True,
-            database=None,
-            phases=[Phase.generate],
-            deadline=None,
-        )
-        @given(
-            shape=st.lists(st.integers(1, 9), min_size=1, max_size=3),
-            op=st.sampled_from(ops),
-            data=st.data(),
-        )
-        def prop(shape, op, data):
-            nd = len(shape)
-            shard = data.draw(st.sampled_from([None] + list(range(nd))), "shard")
-            keepdim = data.draw(st.booleans(), "keepdim")
-            seed = data.draw(st.integers(0, 2**16), "seed")
-            g = torch.Generator().manual_seed(seed)
-            if op.startswith("bitwise"):
-                x = torch.randint(-99, 99, shape, generator=g)
+    @settings(
+        max_examples=FUZZ_EXAMPLES,
+        derandomize=True,
+        database=None,
+        phases=[Phase.generate],
+        deadline=None,
+    )
+    @given(
+        shape=st.lists(st.integers(1, 9), min_size=1, max_size=3),
+        op=st.sampled_from(ops),
+        data=st.data(),
+    )
+    def prop(shape, op, data):
+        nd = len(shape)
+        shard = data.draw(st.sampled_from([None] + list(range(nd))), "shard")
+        keepdim = data.draw(st.booleans(), "keepdim")
+        seed = data.draw(st.integers(0, 2**16), "seed")
+        g = torch.Generator().manual_seed(seed)
+        if op.startswith("bitwise"):
+            x = torch.randint(-99, 99, shape, generator=g)
+        else:
+            x = torch.randn(shape, generator=g)
+        if op.startswith("arg"):
+            dim_args = st.sampled_from([None] + list(range(-nd, nd)))
+        else:
+            dim_args = st.one_of(
+                st.none(), st.lists(st.integers(0, nd - 1), min_size=1, unique=True)
+            )
+        placement = Replicate() if shard is None else Shard(shard)
+        dx = distribute_tensor(x, mesh, [placement])
+        fn = getattr(torch_reduce, op)
+        # two calls on the same DTensor with different dims: DTensor caches its sharding
+        # decisions, and a key without the dims would give the second the first's
+        for dims in (data.draw(dim_args, "dims"), data.draw(dim_args, "dims again")):
+            got = fn(dx, dims, keepdim).full_tensor()
+            want = fn(x, dims, keepdim)
+            msg = (op, shape, placement, dims, keepdim, got, want)
+            if op in ("sum", "mean") or not got.is_floating_point():
+                assert torch.equal(got, want), msg
             else:
-                x = torch.randn(shape, generator=g)
-            if op.startswith("arg"):
-                dim_args = st.sampled_from([None] + list(range(-nd, nd)))
-            else:
-                dim_args = st.one_of(
-                    st.none(), st.lists(st.integers(0, nd - 1), min_size=1, unique=True)
-                )
-            placement = Replicate() if shard is None else Shard(shard)
-            dx = distribute_tensor(x, mesh, [placement])
-            fn = getattr(torch_reduce, op)
-            # two calls on the same DTensor with different dims: DTensor caches its sharding
-            # decisions, and a key without the dims would give the second the first's
-            for dims in (data.draw(dim_args, "dims"), data.draw(dim_args, "dims again")):
-                got = fn(dx, dims, keepdim).full_tensor()
-                want = fn(x, dims, keepdim)
-                msg = (op, shape, placement, dims, keepdim, got, want)
-                if op in ("sum", "mean") or not got.is_floating_point():
-                    assert torch.equal(got, want), msg
-                else:
-                    assert _close(got, want, op), msg
+                assert _close(got, want, op), msg
 
-        prop()
-        _finish(errors)
-    except Exception:  # reported by the parent
-        errors.put(f"rank {rank}: {traceback.format_exc()}")
-        raise
+    prop()
 
 
 FUZZ_EXAMPLES = int(os.environ.get("TREDUCE_DIST_FUZZ_EXAMPLES", "150"))
