@@ -47,6 +47,10 @@ SHAPE_FLOOR = 0.97
 PARITY = 0.02
 SWEEP_GOAL_VS_TORCH = 1.5
 SMALL_CALL_US = 4.0
+# A shape whose read-only stream takes less than this is a latency shape: its time is the launch
+# and one memory round trip, not its bytes (H200: an empty launch 3.2-3.4 µs eager, the stream of
+# 2^16 float32 4.9 µs; bench/results/results.md, goal 5).
+LATENCY_STREAM_US = 8.0
 
 
 @dataclass
@@ -499,6 +503,9 @@ def summary(rows: list[dict], small: list[dict]) -> str:
         f"(goal ≥ {SWEEP_GOAL_VS_TORCH})",
         f"- shapes below {SHAPE_FLOOR}× the best peer (beyond ±{PARITY:.0%} parity): {len(below)}",
     ]
+    why = misses(rows)
+    if why:
+        out += why.split("\n")
     if below:
         out += [
             "",
@@ -533,6 +540,69 @@ def summary(rows: list[dict], small: list[dict]) -> str:
             ratio = f"{r['us'] / ours[r['n']]:.2f}" if r["n"] in ours else "—"
             out.append(f"| 2^{r['n'].bit_length() - 1} | {r['impl']} | {r['us']:.2f} | {ratio} |")
     return "\n".join(out)
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
+
+
+def misses(rows: list[dict]) -> str:
+    """Why each class that misses its goal misses it, from the run's own measurements (summary
+    sets vs_best and bound): the most any kernel could gain on the best peer (the stream's
+    bound), then its shapes below the floor split into latency shapes (the stream under
+    LATENCY_STREAM_US: launch and round trip), with each side's median µs, and bandwidth shapes,
+    with each side's median share of the stream; and the views among them."""
+    out = []
+    for cls in dict.fromkeys(r["cls"] for r in rows):
+        sel = [r for r in rows if r["cls"] == cls]
+        if geomean([r["vs_best"] for r in sel]) >= CLASS_GOAL:
+            continue
+        below = [r for r in sel if r["vs_best"] < SHAPE_FLOOR - PARITY]
+        timed = [r for r in below if r.get("ceiling_ms")]
+        lat = [r for r in timed if r["ceiling_ms"] * 1e3 < LATENCY_STREAM_US]
+        bw = [r for r in timed if r["ceiling_ms"] * 1e3 >= LATENCY_STREAM_US]
+        peer = {id(r): min(r["torch_ms"], r["inductor_ms"]) for r in below}
+        bounds = [r["bound"] for r in sel if r.get("bound")]
+        parts = []
+        if len(bounds) == len(sel):
+            g = geomean(bounds)
+            reach = "above" if g < CLASS_GOAL else "within"
+            parts.append(f"stream bound {g:.2f}× the best peer: the goal is {reach} it")
+        if lat:
+            parts.append(
+                f"{len(lat)} latency shapes (stream < {LATENCY_STREAM_US:g} µs): ours "
+                f"{_median([r['treduce_ms'] * 1e3 for r in lat]):.1f} µs, the peer "
+                f"{_median([peer[id(r)] * 1e3 for r in lat]):.1f} (medians)"
+            )
+        if bw:
+            parts.append(
+                f"{len(bw)} bandwidth shapes: ours at "
+                f"{_median([r['ceiling_ms'] / r['treduce_ms'] for r in bw]):.0%} of the stream, "
+                f"the peer at {_median([r['ceiling_ms'] / peer[id(r)] for r in bw]):.0%} (medians)"
+            )
+        untimed = [r for r in below if not r.get("ceiling_ms")]
+        if untimed:
+            parts.append(
+                f"{len(untimed)} shapes without a stream time: ours "
+                f"{_median([r['treduce_ms'] * 1e3 for r in untimed]):.1f} µs, the peer "
+                f"{_median([peer[id(r)] * 1e3 for r in untimed]):.1f} (medians)"
+            )
+        views = sorted({r.get("view") or "plain" for r in below})
+        counts = ", ".join(
+            f"{v} {sum((r.get('view') or 'plain') == v for r in below)}" for v in views
+        )
+        out.append(f"| {cls} | {len(below)} of {len(sel)} | {'; '.join(parts) or '—'} | {counts} |")
+    if not out:
+        return ""
+    head = [
+        "",
+        f"Why the classes below {CLASS_GOAL}× miss (this run's measurements):",
+        "",
+        f"| class | shapes below {SHAPE_FLOOR}× | measured | views below |",
+        "|---|---|---|---|",
+    ]
+    return "\n".join(head + out)
 
 
 def plot(rows: list[dict], path: Path, title: str = "") -> None:

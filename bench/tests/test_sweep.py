@@ -129,6 +129,43 @@ def test_the_summary_renders_the_targets():
     assert "| sum float32 (999,) d(all) | 0.60 | torch | 10.0 | 6.0 | 4.0 | 40% / 67% |" in text
 
 
+def test_the_summary_says_why_a_class_misses():
+    def row(cls, view, ours_us, peer_us, stream_us):
+        return {
+            "cls": cls,
+            "case": f"{cls} {view} {ours_us}",
+            "view": view,
+            "correct": True,
+            "treduce_ms": ours_us / 1e3,
+            "torch_ms": peer_us / 1e3,
+            "inductor_ms": 2 * peer_us / 1e3,
+            "ceiling_ms": None if stream_us is None else stream_us / 1e3,
+        }
+
+    rows = [
+        row("loss", "", 7.0, 5.0, 4.0),  # latency shape, below
+        row("loss", "", 9.0, 5.0, 5.0),  # latency shape, below
+        row("pool", "t", 60.0, 15.0, 14.0),  # bandwidth shape, below: ours at 23% of the stream
+        row("pool", "", 20.0, 20.0, 19.0),  # at parity
+        row("argmax", "", 10.0, 20.0, 8.0),  # 2x: the class meets its goal
+    ]
+    text = sweep.summary(rows, [])
+    why = text[text.index("Why the classes") :]
+    assert "| argmax |" not in why  # a class that meets its goal has no row
+    assert (
+        "| loss | 2 of 2 | stream bound 1.12× the best peer: the goal is above it; "
+        "2 latency shapes (stream < 8 µs): ours 8.0 µs, the peer 5.0 (medians) | plain 2 |"
+    ) in why
+    assert (
+        "| pool | 1 of 2 | stream bound 1.06× the best peer: the goal is above it; 1 bandwidth "
+        "shapes: ours at 23% of the stream, the peer at 93% (medians) | t 1 |"
+    ) in why
+    rows[0]["ceiling_ms"] = None  # a shape without a stream time: no bound, its medians apart
+    why = sweep.summary(rows, [])
+    assert "| loss | 2 of 2 | 1 latency shapes (stream < 8 µs): ours 9.0 µs" in why
+    assert "1 shapes without a stream time: ours 7.0 µs, the peer 5.0 (medians)" in why
+
+
 def test_precompile_fills_the_cache_that_the_timing_compile_loads(tmp_path):
     """A --compile-only worker (another process, as --precompile starts them) fills Inductor's
     on-disk cache, and the same shape compiled again in a fresh process, as the timing pass does,
