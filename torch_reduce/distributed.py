@@ -13,7 +13,8 @@ redistribution, `full_tensor()` and autograd work as for aten ops. Per mesh dim:
   rank order. So amax/amin propagate NaN as torch does, prod keeps its no-intermediate-overflow
   rule, bitwise ops work on NCCL (which has no bitwise reduce), and a sum's bits depend on the
   values and the number of ranks only, never on the collective's order. mean combines the ranks'
-  means weighted by their element counts, taken from the global shape (uneven shards included);
+  means weighted by their element counts, taken from the global shape (uneven shards included),
+  except the wrappers' narrow float means below (wide_sum: float64 sums over the count);
 - argmax/argmin over a sharded dim take the input replicated on that dim (DTensor all-gathers it).
 
 A Partial input (a pending sum, say) is first made Replicate by DTensor, except that sum accepts
@@ -165,21 +166,30 @@ def _strategies(op: str, x, dim, keepdim: bool, mesh_size: int | None, mesh_size
 _NARROW_FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 
 
-def wide_sum(overload, x, dims, keepdim: bool, dtype):
+def wide_sum(op: str, x, dims, keepdim: bool, dtype):
     """sum or mean (the wrappers') of a DTensor with a reduced dim sharded, for float32, float16
-    and bfloat16 results: the ranks' partials in float64 (dtype=float64), combined in float64
-    and rounded once to the result's dtype, so that the result is correctly rounded in practice
-    as the single-device one is (and so has its bits) rather than the sum of rounded partials.
-    The result is Replicate on those mesh dims. None where this does not apply."""
+    and bfloat16 results: the ranks' partial sums in float64 (dtype=float64), combined in float64;
+    a mean then divides by the global element count in float64, as the single-device mean divides
+    its float64 sum (reduce_ops.h, WideMeanOp); the result rounded once to its dtype. So it is
+    correctly rounded in practice as the single-device one is, and so has its bits, rather than a
+    sum of rounded partials. (Partial means weighted by their shard's share, rounded in float64,
+    could land on either side of an exact float32 midpoint, which small means hit often.) The
+    result is Replicate on those mesh dims. None where this does not apply."""
     out_dtype = dtype if dtype is not None else x.dtype
     if out_dtype not in _NARROW_FLOATS or x.dtype not in _NARROW_FLOATS:
         return None
     red = _reduced(x.ndim, dims)
     if not any(p.is_shard() and getattr(p, "dim", None) in red for p in x.placements):
         return None
-    wide = overload(x, dims, keepdim, dtype=torch.float64)
+    wide = torch.ops.treduce.sum.default(x, dims, keepdim, dtype=torch.float64)
     target = [Replicate() if p.is_partial() else p for p in wide.placements]
-    return wide.redistribute(wide.device_mesh, target).to(out_dtype)
+    wide = wide.redistribute(wide.device_mesh, target)
+    if op == "mean":
+        count = 1
+        for d in red:
+            count *= x.shape[d]
+        wide = wide / count  # 0 / 0 is NaN: the mean of nothing, as torch's
+    return wide.to(out_dtype)
 
 
 def arg_sharded(op: str, x, dim, keepdim: bool):

@@ -190,7 +190,7 @@ def _by_dims(op: str, overload, input, dim, keepdim, dtype=None):
     if op in ("sum", "mean") and type(input).__module__.startswith("torch.distributed.tensor"):
         from .distributed import wide_sum
 
-        out = wide_sum(overload, input, dims, keepdim, dtype)
+        out = wide_sum(op, input, dims, keepdim, dtype)
         if out is not None:
             return out
     if dtype is None:
