@@ -374,11 +374,47 @@ def test_tensor_parallel_example_runs():
     assert "match torch" in r.stdout, r.stdout
 
 
+# Float results compared to rounding (the ranks' partials are rounded before they combine),
+# by the result's dtype: (rtol, atol).
+_FUZZ_TOL = {
+    torch.float64: (1e-12, 1e-12),
+    torch.float32: (1e-5, 1e-6),
+    torch.float16: (2e-3, 1e-3),
+    torch.bfloat16: (1.6e-2, 1e-2),
+}
+_NARROW = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _fuzz_input(data, st, shape: list[int], op: str, g: torch.Generator) -> torch.Tensor:
+    """A drawn input of `shape` for op: its dtype (integers for the bitwise ops, also for sum
+    and prod), then its layout: contiguous, its dims reversed in memory, or every other element
+    of a twice-as-long last dim."""
+    if op.startswith("bitwise"):
+        kind = torch.int64
+    elif op in ("sum", "prod"):
+        kind = data.draw(st.sampled_from([*_FUZZ_TOL, torch.int32]), "dtype")
+    else:
+        kind = data.draw(st.sampled_from(list(_FUZZ_TOL)), "dtype")
+    layout = data.draw(st.sampled_from(["contiguous", "reversed", "step2"]), "layout")
+    full = list(shape[:-1]) + [shape[-1] * (2 if layout == "step2" else 1)]
+    if layout == "reversed":
+        full = full[::-1]
+    if kind.is_floating_point:
+        x = torch.randn(full, generator=g).to(kind)
+    else:
+        x = torch.randint(-99 if op.startswith("bitwise") else -3, 99, full, generator=g).to(kind)
+    if layout == "reversed":
+        return x.permute(*reversed(range(len(shape))))
+    return x[..., ::2] if layout == "step2" else x
+
+
 def _worker_fuzz(rank: int, world: int) -> None:
-    """Property-based: random shapes (sizes 1-9, uneven shards included), placements, ops,
-    dims and keepdim; the DTensor result's full tensor against the single-device result (the
-    same bits for sums and means of float32, integers exactly, others to rounding). Every rank
-    draws the same examples (derandomized, no shrinking), so the collectives stay in step."""
+    """Property-based: random shapes (sizes 1-9, uneven shards included), input dtypes and
+    layouts, placements, ops, dims, keepdim and dtype=; the DTensor result's full tensor
+    against the single-device result: the same bits for integer results, the extremes and the
+    arg ops, and the wrappers' float32, float16 and bfloat16 sums and means (wide_sum); others
+    to rounding by dtype. Every rank draws the same examples (derandomized, no shrinking), so
+    the collectives stay in step."""
     from hypothesis import Phase, given, settings
     from hypothesis import strategies as st
     from torch.distributed.device_mesh import init_device_mesh
@@ -406,11 +442,11 @@ def _worker_fuzz(rank: int, world: int) -> None:
         shard = data.draw(st.sampled_from([None] + list(range(nd))), "shard")
         keepdim = data.draw(st.booleans(), "keepdim")
         seed = data.draw(st.integers(0, 2**16), "seed")
-        g = torch.Generator().manual_seed(seed)
-        if op.startswith("bitwise"):
-            x = torch.randint(-99, 99, shape, generator=g)
-        else:
-            x = torch.randn(shape, generator=g)
+        x = _fuzz_input(data, st, shape, op, torch.Generator().manual_seed(seed))
+        kw = {}
+        if op in ("sum", "mean", "prod"):
+            choices = [None, torch.float64] + ([torch.float32] if x.is_floating_point() else [])
+            kw["dtype"] = data.draw(st.sampled_from(choices), "dtype=")
         if op.startswith("arg"):
             dim_args = st.sampled_from([None] + list(range(-nd, nd)))
         else:
@@ -423,13 +459,16 @@ def _worker_fuzz(rank: int, world: int) -> None:
         # two calls on the same DTensor with different dims: DTensor caches its sharding
         # decisions, and a key without the dims would give the second the first's
         for dims in (data.draw(dim_args, "dims"), data.draw(dim_args, "dims again")):
-            got = fn(dx, dims, keepdim).full_tensor()
-            want = fn(x, dims, keepdim)
-            msg = (op, shape, placement, dims, keepdim, got, want)
-            if op in ("sum", "mean") or not got.is_floating_point():
+            got = fn(dx, dims, keepdim, **kw).full_tensor()
+            want = fn(x, dims, keepdim, **kw)
+            msg = (op, x.dtype, x.stride(), shape, placement, dims, keepdim, kw, got, want)
+            assert got.dtype == want.dtype and got.shape == want.shape, msg
+            wide = op in ("sum", "mean") and x.dtype in _NARROW and want.dtype in _NARROW
+            if wide or not got.is_floating_point() or op in ("amax", "amin"):
                 assert torch.equal(got, want), msg
             else:
-                assert _close(got, want, op), msg
+                rtol, atol = _FUZZ_TOL[want.dtype]
+                assert torch.allclose(got.double(), want.double(), rtol=rtol, atol=atol), msg
 
     prop()
 
