@@ -119,8 +119,9 @@ def _torch_form(data, call):
     return lambda: getattr(torch, call.op)(call.x, *args, **kwargs)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("op", OVERRIDE_OPS)
-def test_override_matches_torch_on_drawn_calls(op):
+def test_override_matches_torch_on_drawn_calls(op, device):
     """Property-based: a drawn call (fuzz_cases: dtypes, layouts, dims, keepdim, dtype=) spelt in
     torch's API (_torch_form) gives under override() what torch gives without it: the same
     exception type, or a routed result within the fuzz tests' tolerances of torch's (exact for
@@ -132,7 +133,7 @@ def test_override_matches_torch_on_drawn_calls(op):
     from hypothesis import strategies as st
 
     @settings(FUZZ_SETTINGS, max_examples=150)
-    @given(call=calls(op), data=st.data())
+    @given(call=calls(op, device), data=st.data())
     def prop(call, data):
         torch_call = _torch_form(data, call)
         plain_err = _error_of(torch_call)
