@@ -162,3 +162,66 @@ def test_compile_sees_our_ops(device):
     f(x)
     code = backend.graphs[0].code
     assert "treduce.sum" in code and "treduce.amax" in code
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradients_match_torch_on_drawn_calls(device):
+    """Property-based: the gradient of (op(x) * w).sum() against torch's, for drawn ops (sum,
+    mean, prod, amax, amin), float dtypes, shapes (empty ones included), layouts, dims, keepdim
+    and dtype=, with ties (for the extremes' split) and zeros (for prod's) drawn too; the same
+    dtype and shape, values to a tolerance by dtype."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    tol = {torch.float64: 1e-10, torch.float32: 1e-4, torch.bfloat16: 2e-2, torch.float16: 4e-3}
+
+    @settings(max_examples=200, deadline=None, database=None)
+    @given(data=st.data())
+    def prop(data):
+        op = data.draw(st.sampled_from(["sum", "mean", "prod", "amax", "amin"]), "op")
+        dtype = data.draw(st.sampled_from(list(tol)), "dtype")
+        shape = data.draw(st.lists(st.integers(0 if op in ("sum", "mean") else 1, 5), max_size=3))
+        layout = data.draw(st.sampled_from(["contiguous", "transposed", "sliced"]), "layout")
+        ties = data.draw(st.booleans(), "ties")
+        g = torch.Generator().manual_seed(data.draw(st.integers(0, 2**16), "seed"))
+        full = list(shape)
+        if layout == "sliced" and full:
+            full[-1] *= 2
+        base = torch.randn(full[::-1] if layout == "transposed" else full, generator=g)
+        if ties:  # a few values only: ties for the extremes, zeros for prod
+            base = base.round()
+        base = base.to(device, dtype)
+        if layout == "transposed":
+            base = base.permute(list(reversed(range(len(shape)))))
+        elif layout == "sliced" and full:
+            base = base[..., ::2]
+        nd = len(shape)
+        if op == "prod":  # torch.prod takes one dim or none
+            dim = data.draw(st.one_of(st.none(), st.integers(-max(nd, 1), max(nd, 1) - 1)))
+        else:
+            dim = data.draw(
+                st.one_of(st.none(), st.lists(st.integers(0, max(nd, 1) - 1), unique=True))
+            )
+        keepdim = data.draw(st.booleans(), "keepdim")
+        kw = {}
+        if op in ("sum", "mean") and data.draw(st.booleans(), "dtype="):
+            kw["dtype"] = torch.float64
+        if op in ("amax", "amin") and dim is None:
+            dim = []
+        ours_x = base.clone().requires_grad_()
+        ref_x = base.clone().requires_grad_()
+        if op == "prod" and dim is None:
+            out, ref = torch_reduce.prod(ours_x), torch.prod(ref_x)
+        else:
+            out = getattr(torch_reduce, op)(ours_x, dim, keepdim, **kw)
+            ref = getattr(torch, op)(ref_x, dim, keepdim, **kw)
+        w = torch.randn(ref.shape, generator=g).to(device, ref.dtype)
+        (out * w).sum().backward()
+        (ref * w).sum().backward()
+        msg = (op, dtype, shape, layout, dim, keepdim, kw, ties)
+        assert ours_x.grad.dtype == ref_x.grad.dtype and ours_x.grad.shape == base.shape, msg
+        torch.testing.assert_close(
+            ours_x.grad, ref_x.grad, rtol=tol[dtype], atol=tol[dtype], equal_nan=True, msg=str(msg)
+        )
+
+    prop()
