@@ -30,6 +30,8 @@ the last bits. The wrappers' argmax/argmin over a sharded dim gather (value, ind
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.distributed as dist
 from torch.distributed.tensor import Partial, Replicate, Shard
@@ -184,11 +186,8 @@ def wide_sum(op: str, x, dims, keepdim: bool, dtype):
     wide = torch.ops.treduce.sum.default(x, dims, keepdim, dtype=torch.float64)
     target = [Replicate() if p.is_partial() else p for p in wide.placements]
     wide = wide.redistribute(wide.device_mesh, target)
-    if op == "mean":
-        count = 1
-        for d in red:
-            count *= x.shape[d]
-        wide = wide / count  # 0 / 0 is NaN: the mean of nothing, as torch's
+    if op == "mean":  # 0 / 0 is NaN: the mean of nothing, as torch's
+        wide = wide / math.prod(x.shape[d] for d in red)
     return wide.to(out_dtype)
 
 
