@@ -104,6 +104,9 @@ def _worker(rank: int, world: int) -> None:
                         elif sd in red and op in ("sum", "mean") and t_in.dtype == torch.float32:
                             # float64 partials, combined and rounded once (wide_sum)
                             assert isinstance(p, Replicate), (op, p)
+                        elif sd in red and op == "prod" and t_in.is_floating_point():
+                            # float products gather the dim (distributed._float_prod)
+                            assert isinstance(p, Replicate), (op, p)
                         elif sd in red:
                             assert isinstance(p, ReducePartial) or (
                                 op == "sum" and isinstance(p, Partial)
@@ -129,6 +132,19 @@ def _worker(rank: int, world: int) -> None:
     for op in ("sum", "mean"):
         got = getattr(torch_reduce, op)(distribute_tensor(big, mesh, [Shard(0)]), [1])
         assert torch.equal(got.full_tensor(), getattr(torch_reduce, op)(big, [1])), op
+    # Float products over the sharded dim have the single-device value where a rank's own
+    # product would overflow: finite when another rank's brings it back, zero when another rank
+    # holds a zero (rounded partials gave inf and NaN); integer products still combine.
+    for tail, want in ((1e-300, 1e100), (0.0, 0.0)):
+        v = torch.tensor([1e200, 1e200] + [1.0] * (2 * world - 3) + [tail], dtype=torch.float64)
+        for dims in (None, [0]):
+            got = torch_reduce.prod(distribute_tensor(v, mesh, [Shard(0)]), dims).full_tensor()
+            assert torch.equal(got, torch_reduce.prod(v, dims)), (got, want)
+            assert got.item() == pytest.approx(want, rel=1e-12), got
+    vi = torch.arange(1, 2 * world + 1)
+    got = torch_reduce.prod(distribute_tensor(vi, mesh, [Shard(0)]), [0])
+    assert got.full_tensor().item() == torch.prod(vi).item()
+    assert isinstance(got.placements[0], ReducePartial), got.placements
     # NaN on one rank only: amax is NaN, as torch's.
     v = torch.zeros(world * 3)
     v[4] = float("nan")
@@ -418,7 +434,7 @@ def _worker_fuzz(rank: int, world: int) -> None:
     from hypothesis import Phase, given, settings
     from hypothesis import strategies as st
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+    from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 
     import torch_reduce
 
@@ -442,7 +458,8 @@ def _worker_fuzz(rank: int, world: int) -> None:
         shard = data.draw(st.sampled_from([None] + list(range(nd))), "shard")
         keepdim = data.draw(st.booleans(), "keepdim")
         seed = data.draw(st.integers(0, 2**16), "seed")
-        x = _fuzz_input(data, st, shape, op, torch.Generator().manual_seed(seed))
+        g = torch.Generator().manual_seed(seed)
+        x = _fuzz_input(data, st, shape, op, g)
         kw = {}
         if op in ("sum", "mean", "prod"):
             choices = [None, torch.float64] + ([torch.float32] if x.is_floating_point() else [])
@@ -455,6 +472,17 @@ def _worker_fuzz(rank: int, world: int) -> None:
             )
         placement = Replicate() if shard is None else Shard(shard)
         dx = distribute_tensor(x, mesh, [placement])
+        if shard is None and data.draw(st.booleans(), "Partial(sum)"):
+            # the same x as a pending sum over the ranks: integers split at random, floats
+            # whole on rank 0 (so that the sum of the parts is x exactly)
+            part = torch.zeros_like(x)
+            if not x.is_floating_point():
+                parts = torch.randint(-9, 9, (world, *x.shape), generator=g).to(x.dtype)
+                part = parts[rank] if rank else x - parts[1:].sum(0, dtype=x.dtype)
+            elif rank == 0:
+                part = x.clone()
+            placement = Partial("sum")
+            dx = DTensor.from_local(part, mesh, [placement], shape=x.shape, stride=x.stride())
         fn = getattr(torch_reduce, op)
         # two calls on the same DTensor with different dims: DTensor caches its sharding
         # decisions, and a key without the dims would give the second the first's

@@ -10,15 +10,20 @@ redistribution, `full_tensor()` and autograd work as for aten ops. Per mesh dim:
 - Shard(d) on a reduced dim: each rank reduces its shard with our kernels, and the result is a
   `ReducePartial` of the op. Turning it into Replicate or Shard gathers the ranks' partial
   results (output-sized, not input-sized) and reduces them with the same op over the ranks, in
-  rank order. So amax/amin propagate NaN as torch does, prod keeps its no-intermediate-overflow
-  rule, bitwise ops work on NCCL (which has no bitwise reduce), and a sum's bits depend on the
+  rank order. So amax/amin propagate NaN as torch does, bitwise ops work on NCCL (which has no
+  bitwise reduce), integer products wrap as one product does, and a sum's bits depend on the
   values and the number of ranks only, never on the collective's order. mean combines the ranks'
   means weighted by their element counts, taken from the global shape (uneven shards included),
   except the wrappers' narrow float means below (wide_sum: float64 sums over the count);
+- products with a floating result over a sharded dim take the input replicated on that dim
+  (_float_prod): a rank's rounded partial product could overflow, or underflow, where the
+  whole product does not, which the single-device product never does;
 - argmax/argmin over a sharded dim take the input replicated on that dim (DTensor all-gathers it).
 
-A Partial input (a pending sum, say) is first made Replicate by DTensor, except that sum accepts
-Partial(sum) as torch.sum does (the sum of partial sums is the sum).
+A Partial input (a pending sum, say) is redistributed by DTensor first (made Replicate, or
+reduce-scattered onto a dim), except that sum accepts Partial(sum) as torch.sum does (the sum
+of partial sums is the sum), and the wrappers' narrow float mean of a Partial(sum) input sums
+its parts in float64 (wide_sum).
 
 What is and is not bit-identical to the single-device result (README, DTensor): sharding over
 kept dims gives its bits. Over a sharded dim, the wrappers' float32/float16/bfloat16 sum and mean
@@ -139,9 +144,20 @@ def _rank_sizes(shape, d: int, mesh_size: int) -> tuple[int, ...]:
 _NEED_ELEMENTS = ("amax", "amin")
 
 
-def _strategies(op: str, x, dim, keepdim: bool, mesh_size: int | None, mesh_sizes):
+def _float_prod(op: str, x, dtype) -> bool:
+    """A product with a floating result: its partials, rounded to that dtype, could overflow or
+    underflow where the whole product does not (or meet an overflow with a zero), which the
+    single-device product never does; so its reduced dims are gathered, not combined."""
+    if op != "prod":
+        return False
+    out = dtype if dtype is not None else x.tensor_meta.dtype
+    return out.is_floating_point
+
+
+def _strategies(op: str, x, dim, keepdim: bool, mesh_size: int | None, mesh_sizes, dtype=None):
     nd = x.ndim
     red = _reduced(nd, dim)
+    float_prod = _float_prod(op, x, dtype)
     out: list[tuple[list[Placement], list[Placement]]] = [([Replicate()], [Replicate()])]
     if op == "sum":
         out.append(([Partial("sum")], [Partial("sum")]))
@@ -152,6 +168,8 @@ def _strategies(op: str, x, dim, keepdim: bool, mesh_size: int | None, mesh_size
         elif op not in _INDEX_OPS:
             if op in _NEED_ELEMENTS and any(0 in _rank_sizes(x.shape, d, m) for m in mesh_sizes):
                 continue  # some rank's shard is empty: replicate dim d instead
+            if float_prod:
+                continue  # replicate dim d (_float_prod)
             sizes = None
             if op == "mean":
                 if mesh_size is None:
@@ -175,13 +193,18 @@ def wide_sum(op: str, x, dims, keepdim: bool, dtype):
     its float64 sum (reduce_ops.h, WideMeanOp); the result rounded once to its dtype. So it is
     correctly rounded in practice as the single-device one is, and so has its bits, rather than a
     sum of rounded partials. (Partial means weighted by their shard's share, rounded in float64,
-    could land on either side of an exact float32 midpoint, which small means hit often.) The
-    result is Replicate on those mesh dims. None where this does not apply."""
+    could land on either side of an exact float32 midpoint, which small means hit often.) A mean
+    of a Partial("sum") input takes the same path: the sum of its parts in float64, over the
+    count. The result is Replicate on those mesh dims. None where this does not apply."""
     out_dtype = dtype if dtype is not None else x.dtype
     if out_dtype not in _NARROW_FLOATS or x.dtype not in _NARROW_FLOATS:
         return None
     red = _reduced(x.ndim, dims)
-    if not any(p.is_shard() and getattr(p, "dim", None) in red for p in x.placements):
+    sharded = any(p.is_shard() and getattr(p, "dim", None) in red for p in x.placements)
+    # A pending sum: DTensor would reduce-scatter it onto a reduced dim for the mean (whose rules
+    # take no Partial), and the ranks' rounded means would then be weighted.
+    pending = op == "mean" and any(p == Partial("sum") for p in x.placements)
+    if not (sharded or pending):
         return None
     wide = torch.ops.treduce.sum.default(x, dims, keepdim, dtype=torch.float64)
     target = [Replicate() if p.is_partial() else p for p in wide.placements]
@@ -265,7 +288,7 @@ def register() -> None:
         def rule(x, dim=None, keepdim=False, dtype=None):
             mesh = x.mesh
             size = mesh.size() if mesh.ndim == 1 else None  # mean's weights: 1-D meshes
-            return _strategies(op, x, dim, keepdim, size, mesh.shape)
+            return _strategies(op, x, dim, keepdim, size, mesh.shape, dtype)
 
         def index_rule(x, dim=None, keepdim=False):
             return _strategies(op, x, dim, keepdim, None, x.mesh.shape)
