@@ -141,6 +141,15 @@ def _worker(rank: int, world: int) -> None:
             got = torch_reduce.prod(distribute_tensor(v, mesh, [Shard(0)]), dims).full_tensor()
             assert torch.equal(got, torch_reduce.prod(v, dims)), (got, want)
             assert got.item() == pytest.approx(want, rel=1e-12), got
+    # A sum whose ranks' own sums overflow float16 where the whole does not: integers summed to
+    # float16 (dtype= converts each, then the float64 partials combine; rounded per-rank
+    # partials gave inf - inf = NaN).
+    big16 = torch.tensor([40000] * world + [-40000] * world)
+    for op in ("sum", "mean"):
+        got = getattr(torch_reduce, op)(
+            distribute_tensor(big16, mesh, [Shard(0)]), [0], dtype=torch.float16
+        ).full_tensor()
+        assert torch.equal(got, torch.zeros((), dtype=torch.float16)), (op, got)
     vi = torch.arange(1, 2 * world + 1)
     got = torch_reduce.prod(distribute_tensor(vi, mesh, [Shard(0)]), [0])
     assert got.full_tensor().item() == torch.prod(vi).item()
@@ -399,15 +408,16 @@ _FUZZ_TOL = {
     torch.bfloat16: (1.6e-2, 1e-2),
 }
 _NARROW = (torch.float32, torch.float16, torch.bfloat16)
+_EXACT_WIDENING = {(torch.float16, torch.float32), (torch.bfloat16, torch.float32)}
 
 
 def _fuzz_input(data, st, shape: list[int], op: str, g: torch.Generator) -> torch.Tensor:
-    """A drawn input of `shape` for op: its dtype (integers for the bitwise ops, also for sum
-    and prod), then its layout: contiguous, its dims reversed in memory, or every other element
+    """A drawn input of `shape` for op: its dtype (integers for the bitwise ops, also for sum,
+    mean and prod), then its layout: contiguous, its dims reversed in memory, or every other element
     of a twice-as-long last dim."""
     if op.startswith("bitwise"):
         kind = torch.int64
-    elif op in ("sum", "prod"):
+    elif op in ("sum", "mean", "prod"):
         kind = data.draw(st.sampled_from([*_FUZZ_TOL, torch.int32]), "dtype")
     else:
         kind = data.draw(st.sampled_from(list(_FUZZ_TOL)), "dtype")
@@ -462,7 +472,9 @@ def _worker_fuzz(rank: int, world: int) -> None:
         x = _fuzz_input(data, st, shape, op, g)
         kw = {}
         if op in ("sum", "mean", "prod"):
-            choices = [None, torch.float64] + ([torch.float32] if x.is_floating_point() else [])
+            choices = [None, torch.float64, torch.float32, torch.float16, torch.bfloat16]
+            if not x.is_floating_point() and op == "mean":
+                choices.remove(None)  # an integer mean raises, as torch's
             kw["dtype"] = data.draw(st.sampled_from(choices), "dtype=")
         if op.startswith("arg"):
             dim_args = st.sampled_from([None] + list(range(-nd, nd)))
@@ -491,7 +503,10 @@ def _worker_fuzz(rank: int, world: int) -> None:
             want = fn(x, dims, keepdim, **kw)
             msg = (op, x.dtype, x.stride(), shape, placement, dims, keepdim, kw, got, want)
             assert got.dtype == want.dtype and got.shape == want.shape, msg
-            wide = op in ("sum", "mean") and x.dtype in _NARROW and want.dtype in _NARROW
+            # wide_sum: narrow float results, but not a pending sum whose parts would round
+            exact = x.dtype == want.dtype or (x.dtype, want.dtype) in _EXACT_WIDENING
+            wide = op in ("sum", "mean") and want.dtype in _NARROW
+            wide = wide and (exact or not isinstance(placement, Partial))
             if wide or not got.is_floating_point() or op in ("amax", "amin"):
                 assert torch.equal(got, want), msg
             else:

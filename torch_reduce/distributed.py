@@ -184,11 +184,13 @@ def _strategies(op: str, x, dim, keepdim: bool, mesh_size: int | None, mesh_size
 
 
 _NARROW_FLOATS = (torch.float32, torch.float16, torch.bfloat16)
+# Conversions that change no value: the input need not be converted before the float64 sum.
+_EXACT_WIDENING = {(torch.float16, torch.float32), (torch.bfloat16, torch.float32)}
 
 
 def wide_sum(op: str, x, dims, keepdim: bool, dtype):
     """sum or mean (the wrappers') of a DTensor with a reduced dim sharded, for float32, float16
-    and bfloat16 results: the ranks' partial sums in float64 (dtype=float64), combined in float64;
+    and bfloat16 results (of any input dtype): the ranks' partial sums in float64 (dtype=float64), combined in float64;
     a mean then divides by the global element count in float64, as the single-device mean divides
     its float64 sum (reduce_ops.h, WideMeanOp); the result rounded once to its dtype. So it is
     correctly rounded in practice as the single-device one is, and so has its bits, rather than a
@@ -197,7 +199,13 @@ def wide_sum(op: str, x, dims, keepdim: bool, dtype):
     of a Partial("sum") input takes the same path: the sum of its parts in float64, over the
     count. The result is Replicate on those mesh dims. None where this does not apply."""
     out_dtype = dtype if dtype is not None else x.dtype
-    if out_dtype not in _NARROW_FLOATS or x.dtype not in _NARROW_FLOATS:
+    if out_dtype not in _NARROW_FLOATS:
+        return None
+    # dtype= converts the input first (as torch's does): elements that the conversion rounds are
+    # converted here too, before the float64 sum; the parts of a pending sum cannot be.
+    exact = x.dtype == out_dtype or (x.dtype, out_dtype) in _EXACT_WIDENING
+    partial = any(p.is_partial() for p in x.placements)
+    if partial and not exact:
         return None
     red = _reduced(x.ndim, dims)
     sharded = any(p.is_shard() and getattr(p, "dim", None) in red for p in x.placements)
@@ -206,7 +214,8 @@ def wide_sum(op: str, x, dims, keepdim: bool, dtype):
     pending = op == "mean" and any(p == Partial("sum") for p in x.placements)
     if not (sharded or pending):
         return None
-    wide = torch.ops.treduce.sum.default(x, dims, keepdim, dtype=torch.float64)
+    src = x if exact else x.to(out_dtype)
+    wide = torch.ops.treduce.sum.default(src, dims, keepdim, dtype=torch.float64)
     target = [Replicate() if p.is_partial() else p for p in wide.placements]
     wide = wide.redistribute(wide.device_mesh, target)
     if op == "mean":  # 0 / 0 is NaN: the mean of nothing, as torch's
