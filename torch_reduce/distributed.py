@@ -190,9 +190,10 @@ _EXACT_WIDENING = {(torch.float16, torch.float32), (torch.bfloat16, torch.float3
 
 def wide_sum(op: str, x, dims, keepdim: bool, dtype):
     """sum or mean (the wrappers') of a DTensor with a reduced dim sharded, for float32, float16
-    and bfloat16 results (of any input dtype): the ranks' partial sums in float64 (dtype=float64), combined in float64;
-    a mean then divides by the global element count in float64, as the single-device mean divides
-    its float64 sum (reduce_ops.h, WideMeanOp); the result rounded once to its dtype. So it is
+    and bfloat16 results (of any input dtype): the ranks' partial sums in float64 (dtype=
+    float64), combined in float64; a mean then divides by the global element count in float64,
+    as the single-device mean divides its float64 sum (reduce_ops.h, WideMeanOp); the result
+    rounded once to its dtype. So it is
     correctly rounded in practice as the single-device one is, and so has its bits, rather than a
     sum of rounded partials. (Partial means weighted by their shard's share, rounded in float64,
     could land on either side of an exact float32 midpoint, which small means hit often.) A mean
