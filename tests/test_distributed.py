@@ -435,8 +435,17 @@ def _fuzz_input(data, st, shape: list[int], op: str, g: torch.Generator) -> torc
 
 
 def _worker_fuzz(rank: int, world: int) -> None:
+    _fuzz(rank, (world,))
+
+
+def _worker_fuzz_2d(rank: int, world: int) -> None:
+    _fuzz(rank, (2, world // 2))
+
+
+def _fuzz(rank: int, mesh_shape: tuple[int, ...]) -> None:
     """Property-based: random shapes (sizes 1-9, uneven shards included), input dtypes and
-    layouts, placements, ops, dims, keepdim and dtype=; the DTensor result's full tensor
+    layouts, placements on each mesh dim (a Partial(sum) input too on 1-D meshes), ops, dims,
+    keepdim and dtype=; the DTensor result's full tensor
     against the single-device result: the same bits for integer results, the extremes and the
     arg ops, and the wrappers' float32, float16 and bfloat16 sums and means (wide_sum); others
     to rounding by dtype. Every rank draws the same examples (derandomized, no shrinking), so
@@ -448,7 +457,8 @@ def _worker_fuzz(rank: int, world: int) -> None:
 
     import torch_reduce
 
-    mesh = init_device_mesh("cpu", (world,))
+    mesh = init_device_mesh("cpu", mesh_shape)
+    world = mesh.size()
     ops = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "bitwise_or"]
 
     @settings(
@@ -465,7 +475,10 @@ def _worker_fuzz(rank: int, world: int) -> None:
     )
     def prop(shape, op, data):
         nd = len(shape)
-        shard = data.draw(st.sampled_from([None] + list(range(nd))), "shard")
+        shards = [
+            data.draw(st.sampled_from([None] + list(range(nd))), f"shard on mesh dim {m}")
+            for m in range(len(mesh_shape))
+        ]
         keepdim = data.draw(st.booleans(), "keepdim")
         seed = data.draw(st.integers(0, 2**16), "seed")
         g = torch.Generator().manual_seed(seed)
@@ -482,9 +495,9 @@ def _worker_fuzz(rank: int, world: int) -> None:
             dim_args = st.one_of(
                 st.none(), st.lists(st.integers(0, nd - 1), min_size=1, unique=True)
             )
-        placement = Replicate() if shard is None else Shard(shard)
-        dx = distribute_tensor(x, mesh, [placement])
-        if shard is None and data.draw(st.booleans(), "Partial(sum)"):
+        placements = [Replicate() if d is None else Shard(d) for d in shards]
+        dx = distribute_tensor(x, mesh, placements)
+        if shards == [None] and data.draw(st.booleans(), "Partial(sum)"):
             # the same x as a pending sum over the ranks: integers split at random, floats
             # whole on rank 0 (so that the sum of the parts is x exactly)
             part = torch.zeros_like(x)
@@ -493,20 +506,20 @@ def _worker_fuzz(rank: int, world: int) -> None:
                 part = parts[rank] if rank else x - parts[1:].sum(0, dtype=x.dtype)
             elif rank == 0:
                 part = x.clone()
-            placement = Partial("sum")
-            dx = DTensor.from_local(part, mesh, [placement], shape=x.shape, stride=x.stride())
+            placements = [Partial("sum")]
+            dx = DTensor.from_local(part, mesh, placements, shape=x.shape, stride=x.stride())
         fn = getattr(torch_reduce, op)
         # two calls on the same DTensor with different dims: DTensor caches its sharding
         # decisions, and a key without the dims would give the second the first's
         for dims in (data.draw(dim_args, "dims"), data.draw(dim_args, "dims again")):
             got = fn(dx, dims, keepdim, **kw).full_tensor()
             want = fn(x, dims, keepdim, **kw)
-            msg = (op, x.dtype, x.stride(), shape, placement, dims, keepdim, kw, got, want)
+            msg = (op, x.dtype, x.stride(), shape, placements, dims, keepdim, kw, got, want)
             assert got.dtype == want.dtype and got.shape == want.shape, msg
             # wide_sum: narrow float results, but not a pending sum whose parts would round
             exact = x.dtype == want.dtype or (x.dtype, want.dtype) in _EXACT_WIDENING
             wide = op in ("sum", "mean") and want.dtype in _NARROW
-            wide = wide and (exact or not isinstance(placement, Partial))
+            wide = wide and (exact or not isinstance(placements[0], Partial))
             if wide or not got.is_floating_point() or op in ("amax", "amin"):
                 assert torch.equal(got, want), msg
             else:
@@ -522,3 +535,7 @@ FUZZ_EXAMPLES = int(os.environ.get("TREDUCE_DIST_FUZZ_EXAMPLES", "600"))
 @pytest.mark.parametrize("world", [2, 3])
 def test_dtensor_fuzz(world):
     _spawn(_worker_fuzz, world)
+
+
+def test_dtensor_fuzz_on_a_2d_mesh():
+    _spawn(_worker_fuzz_2d, 4)
