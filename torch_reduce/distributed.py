@@ -150,6 +150,8 @@ def _float_prod(op: str, x, dtype) -> bool:
     single-device product never does; so its reduced dims are gathered, not combined."""
     if op != "prod":
         return False
+    if dtype is None and x.tensor_meta is None:
+        return True  # the input's dtype unknown: gathering is right for any dtype
     out = dtype if dtype is not None else x.tensor_meta.dtype
     return out.is_floating_point
 
