@@ -225,3 +225,37 @@ def test_gradients_match_torch_on_drawn_calls(device):
         )
 
     prop()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["sum", "mean", "prod", "amax", "argmin", "bitwise_xor"])
+def test_compiled_calls_give_eagers_bits(op, device):
+    """Property-based: a drawn call (fuzz_cases: dtypes, layouts, dims, keepdim, dtype=) compiled
+    whole (fullgraph, static shapes) gives eager's dtype, shape and bits (calls that raise
+    eagerly are left out: Dynamo wraps the exception)."""
+    from fuzz_cases import _error_of, bits, calls
+    from hypothesis import HealthCheck, given, settings
+
+    def run(call, x):
+        fn = getattr(torch_reduce, call.op)
+        if call.op in ("sum", "mean", "prod"):
+            return fn(x, call.dim, call.keepdim, dtype=call.dtype)
+        return fn(x, call.dim, call.keepdim)
+
+    @settings(
+        max_examples=30,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(call=calls(op, device))
+    def prop(call):
+        if _error_of(lambda: run(call, call.x)) is not None:
+            return
+        want = run(call, call.x)
+        torch._dynamo.reset()
+        got = torch.compile(lambda t: run(call, t), fullgraph=True, dynamic=False)(call.x)
+        assert got.dtype == want.dtype and got.shape == want.shape, (call, got, want)
+        assert torch.equal(bits(got), bits(want)), (call, got, want)
+
+    prop()
