@@ -29,6 +29,7 @@ import json
 import math
 import os
 import random
+import statistics
 import subprocess
 import sys
 import time
@@ -542,11 +543,6 @@ def summary(rows: list[dict], small: list[dict]) -> str:
     return "\n".join(out)
 
 
-def _median(xs: list[float]) -> float:
-    xs = sorted(xs)
-    return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
-
-
 def misses(rows: list[dict]) -> str:
     """Why each class that misses its goal misses it, from the run's own measurements (summary
     sets vs_best and bound): the most any kernel could gain on the best peer (the stream's
@@ -572,21 +568,21 @@ def misses(rows: list[dict]) -> str:
         if lat:
             parts.append(
                 f"{len(lat)} latency shapes (stream < {LATENCY_STREAM_US:g} µs): ours "
-                f"{_median([r['treduce_ms'] * 1e3 for r in lat]):.1f} µs, the peer "
-                f"{_median([peer[id(r)] * 1e3 for r in lat]):.1f} (medians)"
+                f"{statistics.median([r['treduce_ms'] * 1e3 for r in lat]):.1f} µs, the peer "
+                f"{statistics.median([peer[id(r)] * 1e3 for r in lat]):.1f} (medians)"
             )
         if bw:
             parts.append(
                 f"{len(bw)} bandwidth shapes: ours at "
-                f"{_median([r['ceiling_ms'] / r['treduce_ms'] for r in bw]):.0%} of the stream, "
-                f"the peer at {_median([r['ceiling_ms'] / peer[id(r)] for r in bw]):.0%} (medians)"
+                f"{statistics.median([r['ceiling_ms'] / r['treduce_ms'] for r in bw]):.0%} of the stream, "
+                f"the peer at {statistics.median([r['ceiling_ms'] / peer[id(r)] for r in bw]):.0%} (medians)"
             )
         untimed = [r for r in below if not r.get("ceiling_ms")]
         if untimed:
             parts.append(
                 f"{len(untimed)} shapes without a stream time: ours "
-                f"{_median([r['treduce_ms'] * 1e3 for r in untimed]):.1f} µs, the peer "
-                f"{_median([peer[id(r)] * 1e3 for r in untimed]):.1f} (medians)"
+                f"{statistics.median([r['treduce_ms'] * 1e3 for r in untimed]):.1f} µs, the peer "
+                f"{statistics.median([peer[id(r)] * 1e3 for r in untimed]):.1f} (medians)"
             )
         views = sorted({r.get("view") or "plain" for r in below})
         counts = ", ".join(

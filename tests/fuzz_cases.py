@@ -19,6 +19,8 @@ from conftest import ALL_DTYPES, FP8_DTYPES, OUT_RTOL
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+import torch_reduce
+
 OPS = [
     "sum",
     "mean",
@@ -289,6 +291,14 @@ def calls(draw, op: str, device: str = "cpu"):
     keepdim = draw(st.booleans())
     out = draw(st.one_of(st.none(), st.sampled_from(ALL_DTYPES))) if op in TAKES_DTYPE else None
     return Call(op, x, dim, keepdim, out, f"layout={kind} values={mode}")
+
+
+def run(call: Call, x: torch.Tensor):
+    """Our op on x with the call's dim, keepdim and (sum, mean, prod) dtype=."""
+    fn = getattr(torch_reduce, call.op)
+    if call.op in TAKES_DTYPE:
+        return fn(x, call.dim, call.keepdim, dtype=call.dtype)
+    return fn(x, call.dim, call.keepdim)
 
 
 def same_layout(x: torch.Tensor, device: str) -> torch.Tensor:

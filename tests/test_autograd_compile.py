@@ -233,14 +233,8 @@ def test_compiled_calls_give_eagers_bits(op, device):
     """Property-based: a drawn call (fuzz_cases: dtypes, layouts, dims, keepdim, dtype=) compiled
     whole (fullgraph, static shapes) gives eager's dtype, shape and bits (calls that raise
     eagerly are left out: Dynamo wraps the exception)."""
-    from fuzz_cases import _error_of, bits, calls
+    from fuzz_cases import _error_of, bits, calls, run
     from hypothesis import HealthCheck, given, settings
-
-    def run(call, x):
-        fn = getattr(torch_reduce, call.op)
-        if call.op in ("sum", "mean", "prod"):
-            return fn(x, call.dim, call.keepdim, dtype=call.dtype)
-        return fn(x, call.dim, call.keepdim)
 
     @settings(
         max_examples=30,

@@ -407,8 +407,6 @@ _FUZZ_TOL = {
     torch.float16: (2e-3, 1e-3),
     torch.bfloat16: (1.6e-2, 1e-2),
 }
-_NARROW = (torch.float32, torch.float16, torch.bfloat16)
-_EXACT_WIDENING = {(torch.float16, torch.float32), (torch.bfloat16, torch.float32)}
 
 
 def _fuzz_input(data, st, shape: list[int], op: str, g: torch.Generator) -> torch.Tensor:
@@ -456,6 +454,7 @@ def _fuzz(rank: int, mesh_shape: tuple[int, ...]) -> None:
     from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 
     import torch_reduce
+    from torch_reduce.distributed import _EXACT_WIDENING, _NARROW_FLOATS
 
     mesh = init_device_mesh("cpu", mesh_shape)
     world = mesh.size()
@@ -518,7 +517,7 @@ def _fuzz(rank: int, mesh_shape: tuple[int, ...]) -> None:
             assert got.dtype == want.dtype and got.shape == want.shape, msg
             # wide_sum: narrow float results, but not a pending sum whose parts would round
             exact = x.dtype == want.dtype or (x.dtype, want.dtype) in _EXACT_WIDENING
-            wide = op in ("sum", "mean") and want.dtype in _NARROW
+            wide = op in ("sum", "mean") and want.dtype in _NARROW_FLOATS
             wide = wide and (exact or not isinstance(placements[0], Partial))
             if wide or not got.is_floating_point() or op in ("amax", "amin"):
                 assert torch.equal(got, want), msg

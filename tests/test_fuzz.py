@@ -18,7 +18,6 @@ import os
 import time
 
 import pytest
-import torch
 from conftest import HAS_CUDA
 from fuzz_cases import (
     FUZZ_SETTINGS,
@@ -29,12 +28,11 @@ from fuzz_cases import (
     check_same_bits,
     examples_for,
     expected,
+    run,
     same_layout,
     to_host,
 )
 from hypothesis import given, settings
-
-import torch_reduce
 
 EXAMPLES_RUN = collections.Counter()  # (test, op) -> examples run
 
@@ -65,13 +63,6 @@ def report(name: str, op: str, outcome: str, seconds: float, cpu_seconds: float)
     if os.environ.get("TREDUCE_FUZZ_LOG"):
         with open(os.environ["TREDUCE_FUZZ_LOG"], "a") as f:
             f.write(line + "\n")
-
-
-def run(call: Call, x: torch.Tensor):
-    fn = getattr(torch_reduce, call.op)
-    if call.op in ("sum", "mean", "prod"):
-        return fn(x, call.dim, call.keepdim, dtype=call.dtype)
-    return fn(x, call.dim, call.keepdim)
 
 
 def check(call: Call):
