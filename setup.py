@@ -17,6 +17,7 @@ Environment:
 
 import os
 import re
+import threading
 from pathlib import Path
 
 import torch
@@ -146,13 +147,30 @@ class BuildExt(BuildExtension.with_options(use_ninja=True)):
         (ROOT / "torch_reduce" / "lib").mkdir(exist_ok=True)
         super().copy_extensions_to_source()
 
+    # The library and _fast build side by side (setuptools' parallel build_ext: a thread per
+    # extension): _fast's one compile, about 25 s, no longer waits for the library's link. Each
+    # thread sees its own build folder through `build_temp`.
+    _local = threading.local()
+
+    @property
+    def build_temp(self):
+        return getattr(self._local, "build_temp", None) or self.__dict__.get("_build_temp")
+
+    @build_temp.setter
+    def build_temp(self, value):
+        self.__dict__["_build_temp"] = value
+
+    def build_extensions(self):
+        if self.parallel is None:
+            self.parallel = len(self.extensions)
+        super().build_extensions()
+
     def build_extension(self, ext):
-        base = self.build_temp
-        self.build_temp = str(ROOT / "build" / "ninja" / ext.name.rsplit(".", 1)[-1])
+        self._local.build_temp = str(ROOT / "build" / "ninja" / ext.name.rsplit(".", 1)[-1])
         try:
             super().build_extension(ext)
         finally:
-            self.build_temp = base
+            self._local.build_temp = None
 
 
 # The version's one place (pyproject.toml lists it as dynamic).
