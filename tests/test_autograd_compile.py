@@ -253,3 +253,24 @@ def test_compiled_calls_give_eagers_bits(op, device):
         assert torch.equal(bits(got), bits(want)), (call, got, want)
 
     prop()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fp8", [torch.float8_e4m3fn, torch.float8_e5m2], ids=str)
+@pytest.mark.parametrize(
+    "dtype", [torch.int16, torch.int64, torch.float64, torch.float32, torch.bfloat16], ids=str
+)
+def test_compiled_float8_sums_with_dtype_give_eagers_bits(dtype, fp8, device):
+    """float8 inputs with dtype= compile (fullgraph) and give eager's bits, a 0-d input too.
+    Under torch.compile the wrappers record dtype= as a conversion (torch 2.11), and Inductor's
+    CUDA kernels have no direct float8 cast to the integers or float64: the conversion goes
+    through float32, which holds every float8 value."""
+    for shape, dim in (((6, 40), None), ((6, 40), [1]), ((), None)):
+        x = (torch.randn(shape, device=device) * 4).to(fp8)
+        want = torch_reduce.sum(x, dim, dtype=dtype)
+        torch._dynamo.reset()
+        got = torch.compile(
+            lambda t, d=dim: torch_reduce.sum(t, d, dtype=dtype), fullgraph=True, dynamic=False
+        )(x)
+        assert got.dtype == want.dtype and got.shape == want.shape, (shape, dim)
+        assert torch.equal(got.cpu(), want.cpu()), (shape, dim, got, want)

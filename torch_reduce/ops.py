@@ -148,7 +148,8 @@ def _check_call(op: str, input, keepdim, dtype=None) -> None:
 # AOTInductor's proxy executor in torch 2.11 passes a ScalarType argument to a custom op as the
 # serialised enum's value, which is c10's plus one (pytorch#169157, fixed after 2.11 by
 # pytorch#173562): dtype=torch.float32 arrives as float64, float16 as float32. So while exporting,
-# a wrapper call with dtype= records the conversion instead. torch defines dtype= as converting the
+# a wrapper call with dtype= records the conversion instead (and under torch.compile too: torch
+# 2.11's is_exporting() is true while Dynamo traces). torch defines dtype= as converting the
 # input first; an integer sum or product wraps in int64 to the same low bits as in the narrower
 # type, and a bool one is nonzero where the narrower one is True.
 _EXPORT_DTYPE_AS_CONVERSION = tuple(int(v) for v in torch.__version__.split(".")[:2]) < (2, 12)
@@ -176,6 +177,11 @@ def _export_conversion(op: str, overload, input, dims, keepdim, dtype):
         return None
     if not torch.compiler.is_exporting() or not isinstance(input, torch.Tensor):
         return None
+    if input.dtype.is_floating_point and input.dtype.itemsize == 1:
+        # float8 through float32, which holds every float8 value exactly: Triton has no direct
+        # cast from float8 to the integers or to float64 (Inductor's CUDA kernels failed to
+        # compile), and float32 to any other dtype= rounds as float8 to it would.
+        input = input.to(torch.float32)
     if dtype.is_floating_point:
         return overload(input.to(dtype), dims, keepdim)
     if op == "mean":  # an integer mean raises, as in torch: the plain call says so
