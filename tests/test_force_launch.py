@@ -26,6 +26,7 @@ BAD_SPECS = [
     "loop=65",
     "cluster=2",
     "whole=2",
+    "copy=2",
     "fast",
 ]
 
@@ -36,6 +37,8 @@ GOOD_SPECS = [
     "y=32,splits=3,rounds=4",
     "lat=1,y=256,splits=4,rounds=4",
     "small=1,threads=64,loop=2,cluster=0,whole=1",
+    "copy=0",
+    "copy=1,y=64",
 ]
 
 

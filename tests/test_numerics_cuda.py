@@ -1537,3 +1537,105 @@ def test_cuda_ignores_the_cpu_flush_denormal_switch(dtype):
     finally:
         torch.set_flush_denormal(False)
     assert_bits(on_gpu, want, "subnormal sum with the CPU's flush switch on")
+
+
+def _transposed(shape, order, dtype, seed):
+    """A tensor of logical `shape` stored with its dims in memory order `order` (outermost
+    first), filled with hard sums (float_data)."""
+    stored = [shape[d] for d in order]
+    base = float_data(math.prod(shape), dtype, seed=seed).reshape(stored)
+    return base.permute([order.index(d) for d in range(len(shape))])
+
+
+# (logical shape, memory order, reduced dims): reduced blocks dense in memory but transposed
+# against the canonical order (reduce_cuda.cu: copies_transposed_block), and two controls that
+# the route must leave alone (a column, a step-2 inner dim).
+TRANSPOSED_CASES = [
+    ((4, 16, 7, 7), (0, 1, 3, 2), (2, 3)),  # H x W maps transposed in memory
+    ((8, 3, 56, 56), (0, 1, 3, 2), (2, 3)),
+    ((4, 16, 14, 14), (0, 1, 3, 2), (0, 2, 3)),  # BatchNorm statistics of that layout
+    ((4, 16, 14, 14), (0, 2, 3, 1), (1, 2, 3)),  # channels-last images over (C, H, W)
+    ((4, 16, 14, 14), (0, 2, 3, 1), (1, 3)),
+    ((6, 100, 33), (0, 2, 1), (1, 2)),
+    ((6, 100, 33), (2, 1, 0), None),  # a full sum of a transposed block
+    ((300, 70), (1, 0), (1,)),  # a column: one reduced dim, not copied
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+@pytest.mark.parametrize(
+    "shape,order,dims", TRANSPOSED_CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in TRANSPOSED_CASES]
+)
+def test_cuda_transposed_blocks_copied_or_walked_give_the_cpus_bits(
+    shape, order, dims, dtype, force_launch
+):
+    """A transposed reduced block is copied into the canonical order before the reduction
+    (under kCopyTransposedMaxBytes, or forced with copy=1) or walked in place (copy=0): the same
+    elements in the same order, so sums, means and products give the CPU's bits either way. The
+    profiler shows torch's copy kernel before ours exactly where the route applies."""
+    x = _transposed(shape, order, dtype, seed=sum(shape))
+    if dims is None:
+        dims = tuple(range(len(shape)))
+    xp = x.abs() * 0.25 + 0.875  # products of magnitudes near 1
+    want = [torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)]
+    want_prod = torch.ops.treduce.prod(xp, dims)
+    xc, xpc = x.cuda(), xp.cuda()
+    red = sorted(xc.stride(d) for d in dims if shape[d] > 1)
+    inner = xc.stride(max(d for d in dims if shape[d] > 1))
+    applies = len(red) >= 2 and red[0] == 1 and inner > 2
+    for spec in (None, "copy=0", "copy=1"):
+        force_launch(spec)
+        assert_bits(torch.ops.treduce.sum(xc, dims), want[0], f"sum {spec}")
+        assert_bits(torch.ops.treduce.mean(xc, dims), want[1], f"mean {spec}")
+        assert_bits(torch.ops.treduce.prod(xpc, dims), want_prod, f"prod {spec}")
+        names = kernels_run(lambda: torch.ops.treduce.sum(xc, dims))
+        first = next(i for i, n in enumerate(names) if "treduce::" in n)
+        copied = any("copy" in n for n in names[:first])  # torch's copy kernel, before ours
+        assert copied == (applies and spec != "copy=0"), (spec, names)
+    force_launch(None)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "prod"])
+def test_cuda_transposed_blocks_property(op, force_launch):
+    """Property-based: a tensor whose dims are stored in a drawn memory order, reduced over a
+    drawn set of dims with a drawn dtype= (or none), gives the CPU's bits whether its reduced
+    block is copied into the canonical order (copy=1) or walked in place (copy=0), and by
+    default."""
+    from fuzz_cases import FUZZ_SETTINGS
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    dtypes = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
+
+    @settings(FUZZ_SETTINGS, max_examples=150)
+    @given(data=st.data())
+    def prop(data):
+        nd = data.draw(st.integers(2, 5))
+        shape = [data.draw(st.sampled_from([1, 2, 3, 5, 7, 16, 33, 64])) for _ in range(nd)]
+        while math.prod(shape) > 1 << 16:
+            shape[shape.index(max(shape))] //= 2
+        shape = tuple(shape)
+        order = data.draw(st.permutations(range(nd)))
+        dims = tuple(sorted(data.draw(st.sets(st.integers(0, nd - 1), min_size=1))))
+        dtype = data.draw(st.sampled_from(dtypes))
+        out = data.draw(st.sampled_from([None, *dtypes]))
+        x = _transposed(shape, list(order), dtype, seed=data.draw(st.integers(0, 1 << 16)))
+        if op == "prod":
+            x = x.abs() * 0.25 + 0.875
+        fn = getattr(torch.ops.treduce, op)
+        try:
+            want = fn(x, dims, dtype=out)
+        except RuntimeError:
+            return  # a dtype= pair the op refuses (checked against torch elsewhere)
+        for spec in (None, "copy=0", "copy=1"):
+            force_launch(spec)
+            got = fn(x.cuda(), dims, dtype=out)
+            msg = f"{shape} {order} {dims} {spec}"
+            # NaN where the CPU has NaN (the two devices' NaNs may differ in sign and payload),
+            # the same bits elsewhere
+            nan = want.isnan()
+            assert torch.equal(got.isnan().cpu(), nan), msg
+            assert_bits(got.cpu().masked_fill(nan, 0), want.masked_fill(nan, 0), msg)
+        force_launch(None)
+
+    prop()

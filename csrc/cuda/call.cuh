@@ -31,11 +31,14 @@ namespace treduce {
 // takes each and there are at most 8) or through global memory (U = 0); "whole=W" one block per
 // output through canon_small_kernel's instantiation without the chunks' merge (W = 1) or with
 // it (W = 0);
+// "copy=C" a transposed reduced block read in place (C = 0) or copied into the canonical order
+// first wherever the layout allows it (C = 1; reduce_cuda.cu: copies_transposed_block);
 // "plain" sends floating sums and means to the plain kernels (float accumulators) instead (the
 // bench's baseline). canon_mode() is the default plan unless a configuration is forced: one
 // atomic load per call.
 struct CanonMode {
   bool plain = false;
+  int copy = -1;  // the transposed-block copy: -1 automatic, 0 never, 1 wherever allowed
   CanonOverride force{};
 };
 CanonMode canon_mode();

@@ -133,6 +133,10 @@ CanonMode parse_canon_mode(const std::string& spec) {
       TORCH_CHECK(value == 0 || value == 1, "treduce._force_launch: whole must be 0 or 1 (got '",
                   item, "')");
       m.force.whole = static_cast<int>(value);
+    } else if (key == "copy") {
+      TORCH_CHECK(value == 0 || value == 1, "treduce._force_launch: copy must be 0 or 1 (got '",
+                  item, "')");
+      m.copy = static_cast<int>(value);
     } else if (key == "splits") {
       TORCH_CHECK(value >= 1 && value <= 65535,
                   "treduce._force_launch: splits must be from 1 "
@@ -143,7 +147,8 @@ CanonMode parse_canon_mode(const std::string& spec) {
       TORCH_CHECK(
           false,
           "treduce._force_launch: expected 'plain' or "
-          "'y=Y,per=P,splits=S,rounds=R,lat=L,small=T,threads=N,loop=C,cluster=U,whole=W', got '",
+          "'y=Y,per=P,splits=S,rounds=R,lat=L,small=T,threads=N,loop=C,cluster=U,whole=W,copy=C', "
+          "got '",
           spec, "'");
     }
     pos = end + 1;
@@ -240,11 +245,83 @@ void launch_kernels(const CudaCall& call) {
   }
 }
 
+// The largest input whose transposed reduced blocks are copied into the canonical order before
+// the reduction. H100: copy then reduce took 0.35-0.81x the time of the in-place walk on all 72
+// transposed blocks of 0.05-6.1 MB measured (transposed H x W maps over (2, 3) and (0, 2, 3),
+// NHWC over (1, 2, 3), float32 and bfloat16), but up to 1.47x at 12-98 MB (NHWC); see
+// docs/perf-log.md 2026-12-06.
+constexpr int64_t kCopyTransposedMaxBytes = int64_t(8) << 20;
+
+// Whether a floating sum's (mean's, product's) reduced elements, which the canonical order reads
+// in the tensor's logical order, lie in memory in another order: the innermost logical reduced
+// dim is neither contiguous nor a step of two (the kernels' strided loads, canon_kernel's step)
+// while another reduced dim is contiguous, as in the H x W maps of a tensor transposed in memory
+// or channels-last images reduced over (C, H, W). The kernels then walk the elements one by one;
+// a copy in the canonical order reads them coalesced and leaves contiguous rows.
+bool copies_transposed_block(const Plan& plan, const CanonMode& mode) {
+  const IndexMap& r = plan.geom.red;
+  const bool canonical =
+      (plan.kind == OpKind::kSum || plan.kind == OpKind::kMean || plan.kind == OpKind::kProd) &&
+      at::isFloatingType(plan.out_dtype);
+  if (!canonical || mode.plain || mode.copy == 0 || r.ndim < 2 || r.in_strides[r.ndim - 1] <= 2)
+    return false;
+  bool contiguous_dim = false;
+  for (int d = 0; d < r.ndim - 1; ++d) contiguous_dim |= r.in_strides[d] == 1;
+  if (!contiguous_dim) return false;
+  return mode.copy == 1 ||
+         plan.input.numel() * plan.input.element_size() <= kCopyTransposedMaxBytes;
+}
+
+// The plan over a copy of its input in the canonical order: each output's K reduced elements
+// contiguous, the outputs in the kept dims' order (kept dims that are then contiguous in the
+// input and in the result merged). The same elements in the same order, so the same bits.
+Plan copy_transposed_block(const Plan& plan) {
+  const Geometry& g = plan.geom;
+  std::vector<int64_t> sizes, strides;
+  for (int d = 0; d < g.kept.ndim; ++d) {
+    sizes.push_back(g.kept.sizes[d]);
+    strides.push_back(g.kept.in_strides[d]);
+  }
+  for (int d = 0; d < g.red.ndim; ++d) {
+    sizes.push_back(g.red.sizes[d]);
+    strides.push_back(g.red.in_strides[d]);
+  }
+  Plan p = plan;
+  p.input = plan.input.as_strided(sizes, strides, plan.input.storage_offset()).contiguous();
+  IndexMap kept;
+  int64_t step = g.reduce_len;  // the copy's stride of the innermost kept dim
+  for (int d = g.kept.ndim - 1; d >= 0; --d) {
+    const int64_t size = g.kept.sizes[d], in_stride = step, out_stride = g.kept.out_strides[d];
+    step *= size;
+    if (kept.ndim > 0 && out_stride == kept.out_strides[0] * kept.sizes[0]) {
+      kept.sizes[0] *= size;  // contiguous with the dim inside it: one dim
+      continue;
+    }
+    for (int i = kept.ndim; i > 0; --i) {  // prepend: dims are outermost first
+      kept.sizes[i] = kept.sizes[i - 1];
+      kept.in_strides[i] = kept.in_strides[i - 1];
+      kept.out_strides[i] = kept.out_strides[i - 1];
+    }
+    kept.sizes[0] = size;
+    kept.in_strides[0] = in_stride;
+    kept.out_strides[0] = out_stride;
+    ++kept.ndim;
+  }
+  p.geom.kept = kept;
+  p.geom.red = IndexMap{};
+  p.geom.red.ndim = 1;
+  p.geom.red.sizes[0] = g.reduce_len;
+  p.geom.red.in_strides[0] = 1;
+  return p;
+}
+
 // This backend's kernel for every op: the call, as the kernel units see it, on the current
 // stream; then the launch's check.
-void cuda_launch(const Plan& plan, at::Tensor& out) {
+void cuda_launch(const Plan& given, at::Tensor& out) {
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const cudaDeviceProp* props = at::cuda::getCurrentDeviceProperties();
+  const CanonMode mode = canon_mode();
+  const Plan plan = copies_transposed_block(given, mode) ? copy_transposed_block(given) : given;
   TorchScratch scratch(plan.input, stream);
   const CudaCall call{plan.kind,
                       plan.input.scalar_type(),
@@ -255,7 +332,7 @@ void cuda_launch(const Plan& plan, at::Tensor& out) {
                       stream,
                       props->multiProcessorCount,
                       props->major >= 9,
-                      canon_mode(),
+                      mode,
                       &scratch};
   launch_kernels(call);
   C10_CUDA_KERNEL_LAUNCH_CHECK();

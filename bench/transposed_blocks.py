@@ -1,0 +1,82 @@
+"""Transposed reduced blocks (reduce_cuda.cu: copies_transposed_block): the time of a mean with
+the block walked in place (copy=0), copied into the canonical order first (copy=1) and as the
+library decides (kCopyTransposedMaxBytes), beside torch.mean, on H x W maps stored transposed
+(over (2, 3) and (0, 2, 3)) and channels-last images over (1, 2, 3), float32 and bfloat16.
+
+    python bench/transposed_blocks.py --out DIR [--max-mb 8]
+
+Prints a line per shape (µs, do_bench medians with L2 flushed) and writes DIR/transposed.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+import triton.testing as tt
+
+import torch_reduce
+from torch_reduce._testing import forced_launch
+
+
+def cases(max_mb: float):
+    for dtype in (torch.float32, torch.bfloat16):
+        for hw in (7, 14, 28, 56, 112):
+            for nc in (64, 512, 2048, 8192):
+                n = nc * hw * hw
+                if not (1 << 14) <= n <= (1 << 27) or n * dtype.itemsize > max_mb * 2**20:
+                    continue
+                yield "t", dtype, (max(1, nc // 64), 64, hw, hw), (2, 3)
+                yield "t", dtype, (max(1, nc // 128), 128, hw, hw), (0, 2, 3)
+                yield "nhwc", dtype, (max(1, nc // 64), 64, hw, hw), (1, 2, 3)
+
+
+def make(view: str, dtype: torch.dtype, shape) -> torch.Tensor:
+    x = torch.randn(shape, device="cuda").to(dtype)
+    if view == "t":  # the last two dims swapped in memory
+        return x.transpose(-1, -2).contiguous().transpose(-1, -2)
+    return x.contiguous(memory_format=torch.channels_last)
+
+
+def us(fn) -> float:
+    return tt.do_bench(fn, warmup=25, rep=100, return_mode="median") * 1e3
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--max-mb", type=float, default=400.0, help="largest input, MiB")
+    args = ap.parse_args()
+    rows = []
+    for view, dtype, shape, dims in cases(args.max_mb):
+        x = make(view, dtype, shape)
+        row = {
+            "view": view,
+            "dtype": str(dtype).removeprefix("torch."),
+            "shape": shape,
+            "dims": dims,
+            "mib": x.numel() * x.element_size() / 2**20,
+        }
+        outs = {}
+        for name, spec in (("walk", "copy=0"), ("copy", "copy=1"), ("default", None)):
+            with forced_launch(spec):
+                outs[name] = torch_reduce.mean(x, dims)
+                row[name] = us(lambda: torch_reduce.mean(x, dims))
+        row["torch"] = us(lambda: torch.mean(x, dims))
+        row["same_bits"] = all(torch.equal(outs["walk"], o) for o in outs.values())
+        rows.append(row)
+        print(
+            f"{view:4s} {row['dtype']:8s} {str(shape):20s} {str(dims):9s} {row['mib']:7.2f} MiB"
+            f"  walk {row['walk']:7.1f}  copy {row['copy']:7.1f}  default {row['default']:7.1f}"
+            f"  torch {row['torch']:7.1f}  bits {'same' if row['same_bits'] else 'DIFFER'}",
+            flush=True,
+        )
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "transposed.json").write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
