@@ -598,7 +598,13 @@ def misses(rows: list[dict]) -> str:
         f"| class | shapes below {SHAPE_FLOOR}× | measured | views below |",
         "|---|---|---|---|",
     ]
-    return "\n".join(head + out)
+    foot = [
+        "",
+        "The kernels behind each class's worst shapes: `--profile` (committed as "
+        "`sweep_profile.md`); per gap, the kernel measured and what would close it: "
+        "docs/performance.md.",
+    ]
+    return "\n".join(head + out + foot)
 
 
 def plot(rows: list[dict], path: Path, title: str = "") -> None:

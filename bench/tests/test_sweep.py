@@ -160,6 +160,7 @@ def test_the_summary_says_why_a_class_misses():
         "| pool | 1 of 2 | stream bound 1.06× the best peer: the goal is above it; 1 bandwidth "
         "shapes: ours at 23% of the stream, the peer at 93% (medians) | t 1 |"
     ) in why
+    assert "what would close it: docs/performance.md" in why
     rows[0]["ceiling_ms"] = None  # a shape without a stream time: no bound, its medians apart
     why = sweep.summary(rows, [])
     assert "| loss | 2 of 2 | 1 latency shapes (stream < 8 µs): ours 9.0 µs" in why
