@@ -48,8 +48,8 @@ int canon_max_cluster() {
 
 template <class Op, class in_t, class out_t>
 int canon_blocks_per_sm(int vec, int per = 1) {
-  if constexpr (canon_vec<in_t>() != 2 && canon_stage_fits<Op>(2)) {
-    if (vec == 2) {  // float32 pairs: only the staged kernel
+  if constexpr (sizeof(in_t) == 4 && canon_stage_fits<Op>(2)) {
+    if (vec == 2) {  // float32 pairs (choose_vec, run_tiles): only the staged kernel
       static const int n =
           occupancy(canon_kernel<Op, in_t, out_t, 2, 1, false, true>, kCanonThreads);
       return n;
