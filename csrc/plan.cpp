@@ -244,7 +244,8 @@ Plan make_plan(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
 
   // Arg ops: the reduced index must be torch's index. `logical_order`: the canonical order of
   // floating sums (integer sums are exact in any order and keep the faster memory order).
-  const bool logical = is_arg(kind) || (logical_order && at::isFloatingType(plan.out_dtype));
+  plan.canonical = logical_order && at::isFloatingType(plan.out_dtype);
+  const bool logical = is_arg(kind) || plan.canonical;
   kept = canonicalize(kept, /*check_out=*/true, /*by_stride=*/true);
   red = canonicalize(red, /*check_out=*/false, /*by_stride=*/!logical);
   if (static_cast<int>(kept.size()) > kMaxDims || static_cast<int>(red.size()) > kMaxDims) {

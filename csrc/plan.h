@@ -26,6 +26,7 @@ struct Plan {
   std::vector<int64_t> out_shape;  // the result's shape, keepdim applied
   at::ScalarType out_dtype;        // the result's dtype
   Geometry geom;                   // M outputs x K reduced elements over `input`
+  bool canonical = false;          // a floating sum, mean or product: reduced dims in logical order
 };
 
 // dim normalisation, in one place: the reduced dims of an ndim-dim tensor (every dim when `dim`

@@ -260,10 +260,8 @@ constexpr int64_t kCopyTransposedMaxBytes = int64_t(8) << 20;
 // a copy in the canonical order reads them coalesced and leaves contiguous rows.
 bool copies_transposed_block(const Plan& plan, const CanonMode& mode) {
   const IndexMap& r = plan.geom.red;
-  const bool canonical =
-      (plan.kind == OpKind::kSum || plan.kind == OpKind::kMean || plan.kind == OpKind::kProd) &&
-      at::isFloatingType(plan.out_dtype);
-  if (!canonical || mode.plain || mode.copy == 0 || r.ndim < 2 || r.in_strides[r.ndim - 1] <= 2)
+  if (!plan.canonical || mode.plain || mode.copy == 0 || r.ndim < 2 ||
+      r.in_strides[r.ndim - 1] <= 2)
     return false;
   bool contiguous_dim = false;
   for (int d = 0; d < r.ndim - 1; ++d) contiguous_dim |= r.in_strides[d] == 1;
