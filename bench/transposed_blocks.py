@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import torch
@@ -19,6 +20,9 @@ import triton.testing as tt
 
 import torch_reduce
 from torch_reduce._testing import forced_launch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sweep import Case, make_input  # noqa: E402  (the sweep's views: "t", "nhwc")
 
 
 def cases(max_mb: float):
@@ -33,13 +37,6 @@ def cases(max_mb: float):
                 yield "nhwc", dtype, (max(1, nc // 64), 64, hw, hw), (1, 2, 3)
 
 
-def make(view: str, dtype: torch.dtype, shape) -> torch.Tensor:
-    x = torch.randn(shape, device="cuda").to(dtype)
-    if view == "t":  # the last two dims swapped in memory
-        return x.transpose(-1, -2).contiguous().transpose(-1, -2)
-    return x.contiguous(memory_format=torch.channels_last)
-
-
 def us(fn) -> float:
     return tt.do_bench(fn, warmup=25, rep=100, return_mode="median") * 1e3
 
@@ -51,7 +48,16 @@ def main() -> None:
     args = ap.parse_args()
     rows = []
     for view, dtype, shape, dims in cases(args.max_mb):
-        x = make(view, dtype, shape)
+        x = make_input(
+            Case(
+                "transposed",
+                list(shape),
+                str(dtype).removeprefix("torch."),
+                "mean",
+                list(dims),
+                view,
+            )
+        )
         row = {
             "view": view,
             "dtype": str(dtype).removeprefix("torch."),
