@@ -38,6 +38,25 @@ sources = [
     "csrc/plan.cpp",
     "csrc/autograd.cpp",
     "csrc/cpu/reduce_cpu.cpp",
+    "csrc/cpu/family_sum.cpp",
+    "csrc/cpu/family_prod.cpp",
+    "csrc/cpu/family_extreme.cpp",
+]
+# A build from nothing has no ninja log to rank its steps by, so ninja starts them in this list's
+# order: the longest units first, so that none of them starts late and finishes last (the
+# longest on the 2-core VM, two jobs, docs/perf-log.md 2026-12; any order links the same code).
+LONGEST_FIRST = [
+    "csrc/cuda/units/prod_half_tiles.cu",
+    "csrc/cuda/units/prod_bfloat16_tiles.cu",
+    "csrc/cuda/units/mean_bfloat16.cu",
+    "csrc/cuda/units/sum_half.cu",
+    "csrc/cuda/units/sum_bfloat16.cu",
+    "csrc/cuda/units/mean_float.cu",
+    "csrc/cuda/units/prod_float.cu",
+    "csrc/cuda/units/extreme_float.cu",
+    "csrc/cuda/units/prod_double.cu",
+    "csrc/cuda/units/mean_half.cu",
+    "csrc/cuda/units/prod_half_small.cu",
 ]
 # The library: an "extension" only to reuse torch's compiler and ninja set-up; build_ext below
 # names its file lib/libtorch_reduce.so. It has no Python module init and links no Python library
@@ -83,9 +102,10 @@ if os.environ.get("TREDUCE_SPLIT_COMPILE"):
     nvcc_flags += ["--split-compile", str(int(os.environ["TREDUCE_SPLIT_COMPILE"]))]
 if with_cuda:
     # The CUDA backend: its torch side, and the kernel units (csrc/cuda/call.cuh), which ninja
-    # compiles side by side; sorted, so that the link order does not depend on the file system.
+    # compiles side by side; sorted, so that the order does not depend on the file system.
     sources += ["csrc/cuda/reduce_cuda.cu"]
     sources += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "csrc/cuda/units").glob("*.cu"))
+    sources.sort(key=lambda s: LONGEST_FIRST.index(s) if s in LONGEST_FIRST else len(LONGEST_FIRST))
     ext = CUDAExtension(
         LIB_EXT,
         sources,

@@ -93,23 +93,26 @@ void run_small(const CanonLaunch& lc, const Geometry& g, const in_t* in, out_t* 
   launch_small<Op, in_t, out_t, 1, false>(lc, g, in, out, partials, counters, stage, stream);
 }
 
-// canon_kernel in the instantiation that the plan's fields name: the latency kernel, interleaved
-// leaves, staged or plain columns, one or two leaves per thread.
+// The latency instantiations of canon_kernel (lc.lat), with interleaved leaves or without.
+template <class Op, class in_t, class out_t>
+void run_lat_tiles(const CanonLaunch& lc, const Geometry& g, const in_t* in, out_t* out,
+                   typename Op::acc_t* partials, unsigned* counters, cudaStream_t stream) {
+  if constexpr (interleaves<in_t>()) {
+    if (lc.inter) {
+      launch_latency<canon_kernel<Op, in_t, out_t, 1, 1, true, false, true>>(
+          lc, g, in, out, partials, counters, stream);
+      return;
+    }
+  }
+  launch_latency<canon_kernel<Op, in_t, out_t, 1, 1, true>>(lc, g, in, out, partials, counters,
+                                                            stream);
+}
+
+// The other instantiations of canon_kernel that the plan's fields name: interleaved leaves,
+// staged or plain columns, one or two leaves per thread.
 template <class Op, class in_t, class out_t>
 void run_tiles(const CanonLaunch& lc, const Geometry& g, const in_t* in, out_t* out,
                typename Op::acc_t* partials, unsigned* counters, cudaStream_t stream) {
-  if (lc.lat) {
-    if constexpr (interleaves<in_t>()) {
-      if (lc.inter) {
-        launch_latency<canon_kernel<Op, in_t, out_t, 1, 1, true, false, true>>(
-            lc, g, in, out, partials, counters, stream);
-        return;
-      }
-    }
-    launch_latency<canon_kernel<Op, in_t, out_t, 1, 1, true>>(lc, g, in, out, partials, counters,
-                                                              stream);
-    return;
-  }
   if constexpr (interleaves<in_t>()) {
     if (lc.inter) {
       canon_kernel<Op, in_t, out_t, 1, 1, false, false, true>
@@ -160,6 +163,8 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
   }
   if (lc.small)
     run_small<Op>(lc, g, in, out, partials, counters, stream);
+  else if (lc.lat)
+    run_lat_tiles<Op>(lc, g, in, out, partials, counters, stream);
   else
     run_tiles<Op>(lc, g, in, out, partials, counters, stream);
 }

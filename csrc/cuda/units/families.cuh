@@ -188,12 +188,26 @@ void bitwise_kernels(const CudaCall& call) {
   }
 }
 
-// A unit whose canonical kernels made it the build's longest leaves its small-output kernels
-// (run_small) to a unit of their own, so that the two compile side by side: the op's unit
-// declares them with `extern template TREDUCE_RUN_SMALL(...)` and the other instantiates them
-// with `template TREDUCE_RUN_SMALL(...)` (units/prod_half.cu and prod_half_small.cu).
-#define TREDUCE_RUN_SMALL(Op, in_t, out_t)                                                  \
-  void run_small<Op, in_t, out_t>(const CanonLaunch&, const Geometry&, const in_t*, out_t*, \
-                                  typename Op::acc_t*, unsigned*, cudaStream_t)
+// A unit whose canonical kernels made it the build's longest leaves parts of them to units of
+// their own, so that they compile side by side. The op's unit declares each part with
+// `TREDUCE_..._PART(extern template, ...)`, which keeps it from instantiating the part's kernels,
+// and another unit instantiates the part with `TREDUCE_..._PART(template, ...)` (units/prod_half.cu
+// and prod_half_{small,tiles,lat}.cu). A part names every host function that takes one of its
+// kernels' addresses: the launcher and the planner's occupancy and cluster queries.
+//   the small-output kernels: run_small (canon_small_kernel and its chunk loop);
+#define TREDUCE_SMALL_PART(kw, Op, in_t, out_t)                                                \
+  kw void run_small<Op, in_t, out_t>(const CanonLaunch&, const Geometry&, const in_t*, out_t*, \
+                                     typename Op::acc_t*, unsigned*, cudaStream_t)
+//   the tile kernels but the latency ones: run_tiles, canon_blocks_per_sm;
+#define TREDUCE_TILES_PART(kw, Op, in_t, out_t)                                                \
+  kw void run_tiles<Op, in_t, out_t>(const CanonLaunch&, const Geometry&, const in_t*, out_t*, \
+                                     typename Op::acc_t*, unsigned*, cudaStream_t);            \
+  kw int canon_blocks_per_sm<Op, in_t, out_t>(int, int)
+//   the latency kernels: run_lat_tiles, canon_max_cluster.
+#define TREDUCE_LAT_TILES_PART(kw, Op, in_t, out_t)                                                \
+  kw void run_lat_tiles<Op, in_t, out_t>(const CanonLaunch&, const Geometry&, const in_t*, out_t*, \
+                                         typename Op::acc_t*, unsigned*, cudaStream_t);            \
+  kw int canon_max_cluster<Op, in_t, out_t, false>();                                              \
+  kw int canon_max_cluster<Op, in_t, out_t, true>()
 
 }  // namespace treduce
