@@ -261,10 +261,19 @@ def test_compiled_calls_give_eagers_bits(op, device):
     "dtype", [torch.int16, torch.int64, torch.float64, torch.float32, torch.bfloat16], ids=str
 )
 def test_compiled_float8_sums_with_dtype_give_eagers_bits(dtype, fp8, device):
-    """float8 inputs with dtype= compile (fullgraph) and give eager's bits, a 0-d input too.
-    Under torch.compile the wrappers record dtype= as a conversion (torch 2.11), and Inductor's
-    CUDA kernels have no direct float8 cast to the integers or float64: the conversion goes
-    through float32, which holds every float8 value."""
+    """float8 inputs with dtype= compile (fullgraph) and give eager's bits, a 0-d input too,
+    with dtype= passed to the op (torch.compile) and as a conversion (torch.export, then
+    Inductor: its CUDA kernels have no direct float8 cast to the integers or float64, and it folds
+    a chain of floating casts into one, so the conversion keeps a float32 step)."""
+
+    class Sum(torch.nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.dim = dim
+
+        def forward(self, t):
+            return torch_reduce.sum(t, self.dim, dtype=dtype)
+
     for shape, dim in (((6, 40), None), ((6, 40), [1]), ((), None)):
         x = (torch.randn(shape, device=device) * 4).to(fp8)
         want = torch_reduce.sum(x, dim, dtype=dtype)
@@ -272,5 +281,30 @@ def test_compiled_float8_sums_with_dtype_give_eagers_bits(dtype, fp8, device):
         got = torch.compile(
             lambda t, d=dim: torch_reduce.sum(t, d, dtype=dtype), fullgraph=True, dynamic=False
         )(x)
-        assert got.dtype == want.dtype and got.shape == want.shape, (shape, dim)
-        assert torch.equal(got.cpu(), want.cpu()), (shape, dim, got, want)
+        exported = torch.export.export(Sum(dim), (x,)).module()
+        torch._dynamo.reset()
+        got_exported = torch.compile(exported, fullgraph=True, dynamic=False)(x)
+        for g in (got, got_exported):
+            assert g.dtype == want.dtype and g.shape == want.shape, (shape, dim)
+            assert torch.equal(g.cpu(), want.cpu()), (shape, dim, g, want)
+
+
+def test_compiled_dtype_calls_pass_dtype_to_the_op():
+    """Under torch.compile a dtype= call reaches the op with dtype= (no conversion kernel before
+    it); only torch.export records the conversion (torch 2.11's AOTInductor, torch_reduce/ops.py),
+    though Dynamo answers True for torch.compiler.is_exporting() while it traces."""
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.extend(n for n in gm.graph.nodes if n.op == "call_function")
+        return gm.forward
+
+    x = torch.randn(6, 40, dtype=torch.bfloat16)
+    torch._dynamo.reset()
+    got = torch.compile(
+        lambda t: torch_reduce.sum(t, 1, dtype=torch.float32), backend=backend, fullgraph=True
+    )(x)
+    ours = [n for n in seen if getattr(n.target, "namespace", None) == "treduce"]
+    assert ours, [n.target for n in seen]
+    assert all(n.kwargs.get("dtype") == torch.float32 for n in ours), [n.kwargs for n in ours]
+    assert torch.equal(got, torch_reduce.sum(x, 1, dtype=torch.float32))

@@ -148,11 +148,20 @@ def _check_call(op: str, input, keepdim, dtype=None) -> None:
 # AOTInductor's proxy executor in torch 2.11 passes a ScalarType argument to a custom op as the
 # serialised enum's value, which is c10's plus one (pytorch#169157, fixed after 2.11 by
 # pytorch#173562): dtype=torch.float32 arrives as float64, float16 as float32. So while exporting,
-# a wrapper call with dtype= records the conversion instead (and under torch.compile too: torch
-# 2.11's is_exporting() is true while Dynamo traces). torch defines dtype= as converting the
-# input first; an integer sum or product wraps in int64 to the same low bits as in the narrower
-# type, and a bool one is nonzero where the narrower one is True.
+# a wrapper call with dtype= records the conversion instead. torch defines dtype= as converting
+# the input first; an integer sum or product wraps in int64 to the same low bits as in the
+# narrower type, and a bool one is nonzero where the narrower one is True.
 _EXPORT_DTYPE_AS_CONVERSION = tuple(int(v) for v in torch.__version__.split(".")[:2]) < (2, 12)
+
+
+def _exporting() -> bool:
+    """Whether torch.export is tracing, and not torch.compile: Dynamo answers True for
+    torch.compiler.is_exporting() while it traces for either (torch 2.11), so this reads the
+    flag that torch.export sets, where torch has it."""
+    flag = getattr(torch.compiler, "_is_exporting_flag", None)
+    return torch.compiler.is_exporting() if flag is None else bool(flag)
+
+
 # The dtypes the treduce ops take besides float8 (csrc/plan.cpp checks them and raises for the
 # others); override.py routes by them too.
 SUPPORTED_DTYPES = frozenset(
@@ -175,13 +184,17 @@ def _export_conversion(op: str, overload, input, dims, keepdim, dtype):
     """The dtype= call as a conversion and a call without dtype= (see above), or None."""
     if not (_EXPORT_DTYPE_AS_CONVERSION and dtype in SUPPORTED_DTYPES):
         return None
-    if not torch.compiler.is_exporting() or not isinstance(input, torch.Tensor):
+    if not _exporting() or not isinstance(input, torch.Tensor):
         return None
     if input.dtype.is_floating_point and input.dtype.itemsize == 1:
         # float8 through float32, which holds every float8 value exactly: Triton has no direct
         # cast from float8 to the integers or to float64 (Inductor's CUDA kernels failed to
         # compile), and float32 to any other dtype= rounds as float8 to it would.
         input = input.to(torch.float32)
+        if dtype == torch.float64:
+            # Inductor folds a chain of floating conversions into one (pointless_convert), here
+            # back into the float8 -> float64 cast; an exact product by one keeps the step.
+            input = input * 1.0
     if dtype.is_floating_point:
         return overload(input.to(dtype), dims, keepdim)
     if op == "mean":  # an integer mean raises, as in torch: the plain call says so
