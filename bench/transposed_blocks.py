@@ -1,9 +1,10 @@
 """Transposed reduced blocks (reduce_cuda.cu: copies_transposed_block): the time of a mean with
 the block walked in place (copy=0), copied into the canonical order first (copy=1) and as the
 library decides (kCopyTransposedMaxBytes), beside torch.mean, on H x W maps stored transposed
-(over (2, 3) and (0, 2, 3)) and channels-last images over (1, 2, 3), float32 and bfloat16.
+(over (2, 3) and (0, 2, 3)) and channels-last images of 64 and 256 channels over (1, 2, 3),
+float32 and bfloat16.
 
-    python bench/transposed_blocks.py --out DIR [--max-mb 8]
+    python bench/transposed_blocks.py --out DIR [--max-mb 8] [--min-mb 8]
 
 Prints a line per shape (µs, do_bench medians with L2 flushed) and writes DIR/transposed.json.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -25,16 +27,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sweep import Case, make_input  # noqa: E402  (the sweep's views: "t", "nhwc")
 
 
-def cases(max_mb: float):
+def cases(max_mb: float, min_mb: float = 0.0):
     for dtype in (torch.float32, torch.bfloat16):
         for hw in (7, 14, 28, 56, 112):
             for nc in (64, 512, 2048, 8192):
                 n = nc * hw * hw
-                if not (1 << 14) <= n <= (1 << 27) or n * dtype.itemsize > max_mb * 2**20:
+                mib = n * dtype.itemsize / 2**20
+                if not (1 << 14) <= n <= (1 << 27) or not min_mb < mib <= max_mb:
                     continue
                 yield "t", dtype, (max(1, nc // 64), 64, hw, hw), (2, 3)
                 yield "t", dtype, (max(1, nc // 128), 128, hw, hw), (0, 2, 3)
                 yield "nhwc", dtype, (max(1, nc // 64), 64, hw, hw), (1, 2, 3)
+                if nc >= 256:
+                    yield "nhwc", dtype, (nc // 256, 256, hw, hw), (1, 2, 3)
 
 
 def us(fn) -> float:
@@ -45,9 +50,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--max-mb", type=float, default=400.0, help="largest input, MiB")
+    ap.add_argument("--min-mb", type=float, default=0.0, help="inputs over this size only, MiB")
     args = ap.parse_args()
     rows = []
-    for view, dtype, shape, dims in cases(args.max_mb):
+    for view, dtype, shape, dims in cases(args.max_mb, args.min_mb):
         x = make_input(
             Case(
                 "transposed",
@@ -64,6 +70,8 @@ def main() -> None:
             "shape": shape,
             "dims": dims,
             "mib": x.numel() * x.element_size() / 2**20,
+            # one output's reduced block: what a rule telling the layouts apart can read
+            "block_kib": math.prod(shape[d] for d in dims) * x.element_size() / 2**10,
         }
         outs = {}
         for name, spec in (("walk", "copy=0"), ("copy", "copy=1"), ("default", None)):

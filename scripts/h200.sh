@@ -5,6 +5,8 @@
 # SOAK_SECONDS at most), SANITIZE=1 the kernel coverage list and compute-sanitizer's four tools
 # (scripts/sanitize.sh), EXACT=1 the exact-sum prototype
 # (bench/exact/proto.py: bits against the host's exact sum, speed against plain and canonical),
+# TRANSPOSED=1 the transposed-block route's bench over TRANSPOSED_MIN_MB up to TRANSPOSED_MB MiB
+# (bench/transposed_blocks.py),
 # PROGRESSION=1 the seed's kernel progression (bench/progression/run.py), SWEEP=K/N the K-th
 # of N shards of the workload sweep (bench/sweep.py; join them with its --merge), SWEEP_PROFILE=
 # a merged sweep.json the kernels behind its worst shapes (--profile), AB_BASE=<folder of
@@ -48,8 +50,9 @@ echo "build: $(( $(date +%s) - start )) s; libstdc++ symbols defined in the libr
 # What this build compiled: the steps that ninja's log gained (none: nothing to recompile), the
 # longest first.
 if [ -f "$log" ] && [ "${PREBUILT:-0}" != 1 ]; then
-  python3 scripts/ninja_times.py "$log" --before "$OUT/ninja_log_before.txt" |
-    tee "$OUT/ninja_times.txt"
+  python3 scripts/ninja_times.py "$log" --before "$OUT/ninja_log_before.txt" --top 40 \
+    > "$OUT/ninja_times.txt"
+  head -12 "$OUT/ninja_times.txt"
 fi
 rm -f "$OUT/ninja_log_before.txt"
 if [ "${TESTS:-1}" = 1 ]; then
@@ -148,6 +151,12 @@ fi
 if [ "${EXACT:-0}" = 1 ]; then
   python3 bench/exact/proto.py --out "$OUT/exact" ${EXACT_ARGS:-} > "$OUT/exact.log" 2>&1
   grep -E "MISMATCH|Error|error" "$OUT/exact.log" | head -20; tail -32 "$OUT/exact.log"
+fi
+if [ "${TRANSPOSED:-0}" = 1 ]; then
+  python3 bench/transposed_blocks.py --out "$OUT/transposed" --max-mb "${TRANSPOSED_MB:-8}" \
+    --min-mb "${TRANSPOSED_MIN_MB:-0}" \
+    > "$OUT/transposed.log" 2>&1
+  tail -4 "$OUT/transposed.log"
 fi
 if [ "${PROGRESSION:-0}" = 1 ]; then
   python3 bench/progression/run.py --out "$OUT/progression" > "$OUT/progression.log" 2>&1
