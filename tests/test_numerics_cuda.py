@@ -1604,6 +1604,34 @@ def test_cuda_transposed_blocks_copied_or_walked_give_the_cpus_bits(
     force_launch(None)
 
 
+# Inputs over kCopyTransposedMaxBytes (8 MiB): copied only where each transposed tile (the
+# reduced elements from the contiguous reduced dim inward) is small (kCopySmallTileElems).
+LARGE_TRANSPOSED_CASES = [
+    ((16, 64, 56, 56), (0, 1, 3, 2), (2, 3), True),  # 56 x 56 maps transposed: copied
+    ((16, 128, 28, 28), (0, 1, 3, 2), (0, 2, 3), True),  # 28 x 28 tiles under a kept dim
+    ((4, 64, 112, 112), (0, 1, 3, 2), (2, 3), False),  # 112 x 112 tiles: walked
+    ((16, 64, 56, 56), (0, 2, 3, 1), (1, 2, 3), False),  # channels-last, C x HW tiles: walked
+]
+
+
+@pytest.mark.parametrize(
+    "shape,order,dims,copied",
+    LARGE_TRANSPOSED_CASES,
+    ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in LARGE_TRANSPOSED_CASES],
+)
+def test_cuda_large_transposed_blocks_copied_by_tile_size(shape, order, dims, copied):
+    """Over 8 MiB the route copies transposed blocks whose tiles are small and walks the rest;
+    either way the mean gives the CPU's bits."""
+    x = _transposed(shape, order, torch.float32, seed=sum(shape))
+    assert x.numel() * x.element_size() > 8 << 20
+    want = torch.ops.treduce.mean(x, dims)
+    xc = x.cuda()
+    assert_bits_or_nan(torch.ops.treduce.mean(xc, dims), want, "mean")
+    names = kernels_run(lambda: torch.ops.treduce.mean(xc, dims))
+    first = next(i for i, n in enumerate(names) if "treduce::" in n)
+    assert any("copy" in n for n in names[:first]) == copied, names
+
+
 @pytest.mark.parametrize("op", ["sum", "mean", "prod"])
 def test_cuda_transposed_blocks_property(op, force_launch):
     """Property-based: a tensor whose dims are stored in a drawn memory order, reduced over a

@@ -251,6 +251,13 @@ void launch_kernels(const CudaCall& call) {
 // NHWC over (1, 2, 3), float32 and bfloat16), but up to 1.47x at 12-98 MB (NHWC); see
 // docs/perf-log.md 2026-12-06.
 constexpr int64_t kCopyTransposedMaxBytes = int64_t(8) << 20;
+// Larger inputs are copied where each transposed tile (the reduced elements from the contiguous
+// reduced dim inward) has at most kCopySmallTileElems elements, up to kCopySmallTilesMaxBytes.
+// H100, 12-98 MiB: H x W maps of 28 x 28 and 56 x 56 stored transposed, copy 0.51-0.83x the
+// walk's time (22 shapes); 112 x 112 maps 0.69-1.19x; channels-last images over (C, H, W), C x HW
+// tiles of 50,176-3.2M elements, 0.93-1.58x (docs/perf-log.md 2026-12-06).
+constexpr int64_t kCopySmallTileElems = 4096;
+constexpr int64_t kCopySmallTilesMaxBytes = int64_t(100) << 20;
 
 // Whether a floating sum's (mean's, product's) reduced elements, which the canonical order reads
 // in the tensor's logical order, lie in memory in another order: the innermost logical reduced
@@ -263,11 +270,15 @@ bool copies_transposed_block(const Plan& plan, const CanonMode& mode) {
   if (!plan.canonical || mode.plain || mode.copy == 0 || r.ndim < 2 ||
       r.in_strides[r.ndim - 1] <= 2)
     return false;
-  bool contiguous_dim = false;
-  for (int d = 0; d < r.ndim - 1; ++d) contiguous_dim |= r.in_strides[d] == 1;
-  if (!contiguous_dim) return false;
-  return mode.copy == 1 ||
-         plan.input.numel() * plan.input.element_size() <= kCopyTransposedMaxBytes;
+  int contiguous_dim = -1;
+  for (int d = 0; d < r.ndim - 1; ++d)
+    if (r.in_strides[d] == 1) contiguous_dim = d;
+  if (contiguous_dim < 0) return false;
+  const int64_t bytes = plan.input.numel() * plan.input.element_size();
+  int64_t tile = 1;
+  for (int d = contiguous_dim; d < r.ndim; ++d) tile *= r.sizes[d];
+  return mode.copy == 1 || bytes <= kCopyTransposedMaxBytes ||
+         (tile <= kCopySmallTileElems && bytes <= kCopySmallTilesMaxBytes);
 }
 
 // The plan over a copy of its input in the canonical order: each output's K reduced elements
