@@ -1608,7 +1608,7 @@ def test_cuda_transposed_blocks_copied_or_walked_give_the_cpus_bits(
 # reduced elements from the contiguous reduced dim inward) is small (kCopySmallTileElems).
 LARGE_TRANSPOSED_CASES = [
     ((16, 64, 56, 56), (0, 1, 3, 2), (2, 3), True),  # 56 x 56 maps transposed: copied
-    ((16, 128, 28, 28), (0, 1, 3, 2), (0, 2, 3), True),  # 28 x 28 tiles under a kept dim
+    ((32, 128, 28, 28), (0, 1, 3, 2), (0, 2, 3), True),  # 28 x 28 tiles under a kept dim
     ((4, 64, 112, 112), (0, 1, 3, 2), (2, 3), False),  # 112 x 112 tiles: walked
     ((16, 64, 56, 56), (0, 2, 3, 1), (1, 2, 3), False),  # channels-last, C x HW tiles: walked
 ]
