@@ -1,8 +1,8 @@
 """Transposed reduced blocks (reduce_cuda.cu: copies_transposed_block): the time of a mean with
 the block walked in place (copy=0), copied into the canonical order first (copy=1) and as the
-library decides (kCopyTransposedMaxBytes), beside torch.mean, on H x W maps stored transposed
-(over (2, 3) and (0, 2, 3)) and channels-last images of 64 and 256 channels over (1, 2, 3),
-float32 and bfloat16.
+library decides (kCopyTransposedMaxBytes, kCopySmallTileElems), beside torch.mean, on H x W maps
+stored transposed (over (2, 3) and (0, 2, 3)) and channels-last images of 64 and 256 channels over
+(1, 2, 3), float32 and bfloat16.
 
     python bench/transposed_blocks.py --out DIR [--max-mb 8] [--min-mb 8]
 
@@ -70,8 +70,9 @@ def main() -> None:
             "shape": shape,
             "dims": dims,
             "mib": x.numel() * x.element_size() / 2**20,
-            # one output's reduced block: what a rule telling the layouts apart can read
-            "block_kib": math.prod(shape[d] for d in dims) * x.element_size() / 2**10,
+            # the transposed tile that the route's rule reads (kCopySmallTileElems): the reduced
+            # elements from the contiguous reduced dim inward
+            "tile": math.prod(shape[d] for d in dims[[x.stride(d) for d in dims].index(1) :]),
         }
         outs = {}
         for name, spec in (("walk", "copy=0"), ("copy", "copy=1"), ("default", None)):
