@@ -42,37 +42,56 @@ sources = [
     "csrc/cpu/family_prod.cpp",
     "csrc/cpu/family_extreme.cpp",
 ]
-# A build from nothing has no ninja log to rank its steps by, so ninja starts them in this list's
-# order: the longest units first, then the rest, so that the short ones fill the last slots and
-# none of the long ones starts late (longest-first scheduling). Ranked by the 16-core H100 host's
-# build (the first eight) and the 2-core VM's (docs/perf-log.md 2026-12); the units not named
-# take seconds. Any order links the same code.
+# A build from nothing has no ninja log to rank its steps by, so ninja starts them in the order
+# the sources reach it: this list's, the longest first, so that the short ones fill the last
+# slots and none of the long ones starts late (longest-first scheduling). Ranked by each unit's
+# compile in a build from nothing on the 16-core H100 host (docs/perf-log.md 2026-12-07: 916 s of
+# steps; in name order they took 77 s, ranked so a replay of the same steps gives 60). Sources
+# not named go last. Any order links the same code.
 LONGEST_FIRST = [
     "csrc/cuda/units/prod_bfloat16_tiles.cu",
+    "csrc/cuda/units/prod_half_tiles.cu",
     "csrc/cuda/units/mean_bfloat16.cu",
     "csrc/cuda/units/mean_half.cu",
-    "csrc/cuda/units/extreme_float.cu",
-    "csrc/cuda/units/prod_half_tiles.cu",
-    "csrc/cuda/units/mean_float.cu",
-    "csrc/cuda/units/sum_half.cu",
     "csrc/cuda/units/sum_bfloat16.cu",
-    "csrc/cuda/units/prod_double.cu",
-    "csrc/cuda/units/prod_float.cu",
-    "csrc/cuda/units/prod_half_small.cu",
-    "csrc/cuda/reduce_cuda.cu",
-    "csrc/cuda/units/sum_float.cu",
-    "csrc/cuda/units/sum_int.cu",
+    "csrc/cuda/units/extreme_float.cu",
+    "csrc/cuda/units/sum_half.cu",
+    "csrc/cuda/units/mean_float.cu",
     "csrc/cuda/units/extreme_int.cu",
+    "csrc/cuda/units/sum_float.cu",
     "csrc/cuda/units/prod_int.cu",
+    "csrc/cuda/units/sum_int.cu",
+    "csrc/cuda/units/mean_float8.cu",
+    "csrc/cuda/units/prod_float.cu",
     "csrc/cuda/units/sum_float8.cu",
     "csrc/cuda/units/bitwise.cu",
-    "csrc/cuda/units/prod_bfloat16_small.cu",
-    "csrc/cpu/family_extreme.cpp",
-    "csrc/autograd.cpp",
-    "csrc/cuda/units/prod_half_lat.cu",
-    "csrc/cuda/units/mean_float8.cu",
     "csrc/cuda/units/arg_int.cu",
+    "csrc/cpu/family_extreme.cpp",
+    "csrc/cuda/units/prod_double.cu",
+    "csrc/cuda/units/prod_half_small.cu",
+    "csrc/cuda/units/prod_bfloat16_small.cu",
+    "csrc/cuda/units/arg_float.cu",
+    "csrc/cuda/reduce_cuda.cu",
+    "csrc/cuda/units/prod_bfloat16_lat.cu",
+    "csrc/cuda/units/prod_half_lat.cu",
+    "csrc/cpu/family_prod.cpp",
+    "csrc/cpu/family_sum.cpp",
+    "csrc/autograd.cpp",
+    "csrc/plan.cpp",
+    "csrc/cuda/units/prod_bfloat16.cu",
+    "csrc/cuda/units/prod_half.cu",
+    "csrc/api.cpp",
+    "csrc/cpu/reduce_cpu.cpp",
+    "csrc/ops.cpp",
 ]
+
+
+def _build_rank(source: str) -> int:
+    """A source's place in LONGEST_FIRST (the rest after it, in name order: sorted is stable)."""
+    rel = os.path.relpath(os.path.abspath(source), ROOT)
+    return LONGEST_FIRST.index(rel) if rel in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
 # The library: an "extension" only to reuse torch's compiler and ninja set-up; build_ext below
 # names its file lib/libtorch_reduce.so. It has no Python module init and links no Python library
 # (py_limited_api keeps torch's helper from adding libtorch_python).
@@ -120,7 +139,6 @@ if with_cuda:
     # compiles side by side; sorted, so that the order does not depend on the file system.
     sources += ["csrc/cuda/reduce_cuda.cu"]
     sources += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "csrc/cuda/units").glob("*.cu"))
-    sources.sort(key=lambda s: LONGEST_FIRST.index(s) if s in LONGEST_FIRST else len(LONGEST_FIRST))
     ext = CUDAExtension(
         LIB_EXT,
         sources,
@@ -200,7 +218,22 @@ class BuildExt(BuildExtension.with_options(use_ninja=True)):
             self.parallel = len(self.extensions)
         super().build_extensions()
 
+    _order_lock = threading.Lock()
+
     def build_extension(self, ext):
+        # distutils' build_extension sorts the sources by name before it compiles them, which
+        # would undo LONGEST_FIRST (a build from nothing on the H100 host started the units in
+        # name order): the compiler's compile, torch's ninja writer by now, gets them back in
+        # that order.
+        with self._order_lock:
+            compile_sources = self.compiler.compile
+            if not getattr(compile_sources, "longest_first", False):
+
+                def compile_longest_first(sources, *args, **kwargs):
+                    return compile_sources(sorted(sources, key=_build_rank), *args, **kwargs)
+
+                compile_longest_first.longest_first = True
+                self.compiler.compile = compile_longest_first
         self._local.build_temp = str(ROOT / "build" / "ninja" / ext.name.rsplit(".", 1)[-1])
         try:
             super().build_extension(ext)

@@ -834,6 +834,33 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, force_launch):
 
 
 @pytest.mark.parametrize(
+    "dtype",
+    [torch.float32, torch.bfloat16, torch.float16, torch.float64, torch.float8_e4m3fn],
+    ids=str,
+)
+@pytest.mark.parametrize("leaves", [0, 5, 28, 255, 300, 1562], ids=lambda q: f"{q}leaves")
+def test_cuda_last_partial_leaf_every_length(leaves, dtype, force_launch):
+    """An output's last leaf of every length 1..63 after `leaves` whole ones: the warp that
+    holds it stages it (canon_small_kernel's fold_leaves_ragged) one block per output (up to
+    255 whole leaves) and in the last chunk of a chunked sum (1562); at two leaves per thread
+    (300, 1- and 2-byte inputs) its lane walks it. Full sums and rows, sums and means, bits
+    equal to the CPU's, by default and forced into the small kernel."""
+    k = 64 * (leaves + 1)  # the rows' stride: every row starts on a 16-byte boundary
+    base = float_data(3 * k, dtype, seed=leaves + 11)
+    for r in range(1, 64):
+        n = 64 * leaves + r
+        for x, dims in ((base[:n], None), (base.view(3, k)[:, :n], [1])):
+            xc = x.cuda()
+            want, want_mean = torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)
+            for spec in (None, "small=1"):
+                force_launch(spec)
+                assert_bits(torch.ops.treduce.sum(xc, dims), want, f"{spec} r={r} {x.shape}")
+                assert_bits(
+                    torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec} r={r} {x.shape}"
+                )
+
+
+@pytest.mark.parametrize(
     "dtype,shape,chunked",
     [
         (torch.bfloat16, (1 << 27,), True),
