@@ -383,18 +383,27 @@ def test_dtensor_float_sums_have_the_single_device_bits(world):
 
 
 def test_tensor_parallel_example_runs():
-    """examples/tensor_parallel_argmax.py, as written, on 2 CPU ranks (it checks its results)."""
+    """examples/tensor_parallel_argmax.py, as written, on 2 CPU ranks (it checks its results).
+    A run that fails with a gloo transport error and no assertion is rerun once, with a
+    warning, as _spawn reruns its groups (a deterministic failure fails again)."""
     import subprocess
     import sys
     from pathlib import Path
 
     example = Path(__file__).resolve().parents[1] / "examples" / "tensor_parallel_argmax.py"
-    r = subprocess.run(
-        [sys.executable, str(example), "--world", "2", "--vocab", "4099", "--reps", "2"],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-    )
+
+    def run():
+        return subprocess.run(
+            [sys.executable, str(example), "--world", "2", "--vocab", "4099", "--reps", "2"],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+        )
+
+    r = run()
+    if r.returncode != 0 and "gloo/transport" in r.stderr and "AssertionError" not in r.stderr:
+        warnings.warn(f"gloo transport failure, rerun once:\n{r.stderr[-3000:]}", stacklevel=2)
+        r = run()
     assert r.returncode == 0, r.stderr[-3000:]
     assert "match torch" in r.stdout, r.stdout
 
