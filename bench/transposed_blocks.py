@@ -1,6 +1,8 @@
-"""Transposed reduced blocks (reduce_cuda.cu: copies_transposed_block): the time of a mean with
-the block walked in place (copy=0), copied into the canonical order first (copy=1) and as the
-library decides (kCopyTransposedMaxBytes, kCopySmallTileElems), beside torch.mean, on H x W maps
+"""Transposed reduced blocks (canon_config.cuh: tile_stage; reduce_cuda.cu:
+copies_transposed_block): the time of a mean with the block walked in place (copy=0,tile=0),
+staged in shared memory where it fits (tile=1: canon_tile_kernel), copied into the canonical
+order first (copy=1) and as the library decides (tile_stage, kCopyTransposedMaxBytes,
+kCopySmallTileElems), beside torch.mean, on H x W maps
 stored transposed (over (2, 3) and (0, 2, 3)) and channels-last images of 64 and 256 channels over
 (1, 2, 3), float32 and bfloat16.
 
@@ -75,7 +77,14 @@ def main() -> None:
             "tile": math.prod(shape[d] for d in dims[[x.stride(d) for d in dims].index(1) :]),
         }
         outs = {}
-        for name, spec in (("walk", "copy=0"), ("copy", "copy=1"), ("default", None)):
+        specs = (
+            ("walk", "copy=0,tile=0"),
+            ("tile", "tile=1"),
+            ("tile64", "tile=1,threads=64"),  # blocks of at least 64 threads (kTileMinThreads)
+            ("tile256", "tile=1,threads=256"),
+            ("copy", "copy=1"),
+        )
+        for name, spec in (*specs, ("default", None)):
             with forced_launch(spec):
                 outs[name] = torch_reduce.mean(x, dims)
                 row[name] = us(lambda: torch_reduce.mean(x, dims))
@@ -84,7 +93,9 @@ def main() -> None:
         rows.append(row)
         print(
             f"{view:4s} {row['dtype']:8s} {str(shape):20s} {str(dims):9s} {row['mib']:7.2f} MiB"
-            f"  walk {row['walk']:7.1f}  copy {row['copy']:7.1f}  default {row['default']:7.1f}"
+            f"  walk {row['walk']:7.1f}  tile {row['tile']:7.1f} {row['tile64']:7.1f}"
+            f" {row['tile256']:7.1f}  copy {row['copy']:7.1f}"
+            f"  default {row['default']:7.1f}"
             f"  torch {row['torch']:7.1f}  bits {'same' if row['same_bits'] else 'DIFFER'}",
             flush=True,
         )

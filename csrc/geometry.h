@@ -10,6 +10,7 @@
 // and merges dims that are contiguous in memory, so that the common layouts become one or two dims
 // per side. The strategy is chosen from this geometry alone.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -109,6 +110,123 @@ struct Walker {
         }
         idx[d] = v;
       }
+    }
+  }
+};
+
+// A map's dims in memory order (strides decreasing, the logical order among equal ones):
+// in_strides the input's, out_strides each dim's stride in the logical linear index of `r`.
+// Walking it from 0 reads the elements in memory order and names their logical positions
+// (canon_tile_kernel's staging). Host code.
+inline IndexMap tile_memory_order(const IndexMap& r) {
+  int order[kMaxDims];
+  for (int d = 0; d < r.ndim; ++d) order[d] = d;
+  std::stable_sort(order, order + r.ndim,
+                   [&](int a, int b) { return r.in_strides[a] > r.in_strides[b]; });
+  int64_t logical[kMaxDims];
+  int64_t step = 1;
+  for (int d = r.ndim - 1; d >= 0; --d) {
+    logical[d] = step;
+    step *= r.sizes[d];
+  }
+  IndexMap m;
+  m.ndim = r.ndim;
+  for (int i = 0; i < r.ndim; ++i) {
+    m.sizes[i] = r.sizes[order[i]];
+    m.in_strides[i] = r.in_strides[order[i]];
+    m.out_strides[i] = logical[order[i]];
+  }
+  return m;
+}
+
+// canon_tile_kernel's staging walk: a reduced block's dims in memory order (tile_memory_order),
+// the dims of size 1 dropped and the rest right-aligned in kTileDims dims (the leading ones of
+// size 1), with 32-bit offsets and positions (tile_map_fits). Its Walker (TileWalker) advances by
+// `step` with adds and compares over a fixed four dims: about a fifth of Walker's instructions
+// per element, which bound the kernel on small blocks.
+constexpr int kTileDims = 4;
+struct TileMap {
+  int32_t sizes[kTileDims];
+  int32_t in_strides[kTileDims];
+  int32_t out_strides[kTileDims];  // each dim's stride in the block's logical linear index
+  int32_t step[kTileDims];         // the walk's step as mixed-radix digits (step_digits' rule)
+};
+
+// Whether tile_map can hold `r`: at most kTileDims dims longer than 1, and every input offset and
+// logical position of the block under 2^31. Host code.
+inline bool tile_map_fits(const IndexMap& r) {
+  int n = 0;
+  int64_t extent = 0, count = 1;
+  for (int d = 0; d < r.ndim; ++d) {
+    if (r.sizes[d] <= 1) continue;
+    ++n;
+    extent += (r.sizes[d] - 1) * r.in_strides[d];
+    count *= r.sizes[d];
+    if (extent >= INT32_MAX || count >= INT32_MAX) return false;
+  }
+  return n <= kTileDims;
+}
+
+// r's dims in memory order as a TileMap walked `step` elements at a time (tile_map_fits(r)).
+// Host code.
+inline TileMap tile_map(const IndexMap& r, int32_t step) {
+  const IndexMap m = tile_memory_order(r);
+  TileMap t;
+  for (int d = 0; d < kTileDims; ++d) {
+    t.sizes[d] = 1;
+    t.in_strides[d] = t.out_strides[d] = 0;
+  }
+  for (int d = m.ndim - 1, j = kTileDims - 1; d >= 0; --d) {
+    if (m.sizes[d] <= 1) continue;
+    t.sizes[j] = static_cast<int32_t>(m.sizes[d]);
+    t.in_strides[j] = static_cast<int32_t>(m.in_strides[d]);
+    t.out_strides[j] = static_cast<int32_t>(m.out_strides[d]);
+    --j;
+  }
+  for (int d = kTileDims - 1; d > 0; --d) {
+    t.step[d] = step % t.sizes[d];
+    step /= t.sizes[d];
+  }
+  t.step[0] = step;
+  return t;
+}
+
+// A position in a TileMap, as per-dim indices (Walker's rule: the outermost digit is not reduced
+// modulo its size, so a walk may step past the end, and the caller stops there).
+struct TileWalker {
+  int32_t idx[kTileDims];
+
+  TR_HD TileWalker(const TileMap& m, int32_t i) {
+    TR_UNROLL
+    for (int d = kTileDims - 1; d > 0; --d) {
+      idx[d] = i % m.sizes[d];
+      i /= m.sizes[d];
+    }
+    idx[0] = i;
+  }
+  TR_HD int32_t offset(const TileMap& m) const {
+    int32_t off = 0;
+    TR_UNROLL
+    for (int d = 0; d < kTileDims; ++d) off += idx[d] * m.in_strides[d];
+    return off;
+  }
+  TR_HD int32_t position(const TileMap& m) const {
+    int32_t at = 0;
+    TR_UNROLL
+    for (int d = 0; d < kTileDims; ++d) at += idx[d] * m.out_strides[d];
+    return at;
+  }
+  TR_HD void advance(const TileMap& m) {
+    int32_t carry = 0;
+    TR_UNROLL
+    for (int d = kTileDims - 1; d >= 0; --d) {
+      int32_t v = idx[d] + m.step[d] + carry;
+      carry = 0;
+      if (d > 0 && v >= m.sizes[d]) {  // digits are below the size: one carry at most
+        v -= m.sizes[d];
+        carry = 1;
+      }
+      idx[d] = v;
     }
   }
 };

@@ -184,6 +184,21 @@ def assert_same_bits(out, ref, msg=""):
         assert torch.equal(out, ref), f"{msg}: values differ"
 
 
+def host_library(tmp_path_factory, source, name, opt="-O2"):
+    """`source` (C++ host code) compiled with g++ into a shared library and loaded with ctypes;
+    the test skips where g++ is not installed."""
+    import ctypes  # noqa: PLC0415
+    import shutil  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed")
+    out = tmp_path_factory.mktemp(name) / f"lib{name}.so"
+    cmd = ["g++", opt, "-std=c++17", "-shared", "-fPIC", "-o", str(out), str(source)]
+    subprocess.run(cmd, check=True)
+    return ctypes.CDLL(str(out))
+
+
 @pytest.fixture
 def force_launch():
     """force_launch(spec) forces the canonical kernels' launch configuration for the rest of the

@@ -7,14 +7,13 @@ rounded sum and mean, ties to even, of float32, bfloat16 and float16 inputs.
 
 import ctypes
 import math
-import shutil
 import struct
-import subprocess
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import host_library
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,23 +24,7 @@ KINDS = {0: "float32", 1: "bfloat16", 2: "float16"}
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is not installed")
-    out = tmp_path_factory.mktemp("exact") / "libexact.so"
-    subprocess.run(
-        [
-            "g++",
-            "-O2",
-            "-std=c++17",
-            "-shared",
-            "-fPIC",
-            "-o",
-            str(out),
-            str(ROOT / "exact_host.cpp"),
-        ],
-        check=True,
-    )
-    so = ctypes.CDLL(str(out))
+    so = host_library(tmp_path_factory, ROOT / "exact_host.cpp", "exact")
     for name in ("exact_sum", "exact_sum_digits"):
         fn = getattr(so, name)
         fn.restype = ctypes.c_double

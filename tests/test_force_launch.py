@@ -27,6 +27,7 @@ BAD_SPECS = [
     "cluster=2",
     "whole=2",
     "copy=2",
+    "tile=2",
     "fast",
 ]
 
@@ -39,6 +40,7 @@ GOOD_SPECS = [
     "small=1,threads=64,loop=2,cluster=0,whole=1",
     "copy=0",
     "copy=1,y=64",
+    "tile=1,copy=0",
 ]
 
 

@@ -841,7 +841,7 @@ def test_cuda_small_kernel_bits(shape, dims, view, dtype, force_launch):
 @pytest.mark.parametrize("leaves", [0, 5, 28, 255, 300, 1562], ids=lambda q: f"{q}leaves")
 def test_cuda_last_partial_leaf_every_length(leaves, dtype, force_launch):
     """An output's last leaf of every length 1..63 after `leaves` whole ones: the warp that
-    holds it stages it (canon_small_kernel's fold_leaves_ragged) one block per output (up to
+    holds it stages it (canon_small_kernel's fold_leaf_ragged) one block per output (up to
     255 whole leaves) and in the last chunk of a chunked sum (1562); at two leaves per thread
     (300, 1- and 2-byte inputs) its lane walks it. Full sums and rows, sums and means, bits
     equal to the CPU's, by default and forced into the small kernel."""
@@ -1574,6 +1574,16 @@ def _transposed(shape, order, dtype, seed):
     return base.permute([order.index(d) for d in range(len(shape))])
 
 
+def _draw_stored(data, st, nds, sizes, most):
+    """A drawn logical shape (nds: the range of its dim count; each dim from `sizes`, the
+    largest halved until at most `most` elements) and a drawn memory order for _transposed."""
+    nd = data.draw(st.integers(*nds))
+    shape = [data.draw(st.sampled_from(sizes)) for _ in range(nd)]
+    while math.prod(shape) > most:
+        shape[shape.index(max(shape))] //= 2
+    return tuple(shape), list(data.draw(st.permutations(range(nd))))
+
+
 def assert_bits_or_nan(got, want, msg):
     """NaN where the CPU has NaN (the two devices' NaNs may differ in sign and payload), the
     same bits elsewhere."""
@@ -1582,9 +1592,44 @@ def assert_bits_or_nan(got, want, msg):
     assert_bits(got.cpu().masked_fill(nan, 0), want.masked_fill(nan, 0), msg)
 
 
+def _tile_fits(sizes, dtype):
+    """Whether canon_tile_kernel stages a reduced block of `sizes` of `dtype` (canon_config.cuh's
+    tile_stage: one block's leaves, kTileStageMaxBytes of leaves padded by 4 bytes, 8 for 8-byte
+    ones, and at most four dims longer than 1: geometry.h's tile_map_fits, whose 32-bit offsets
+    the tests' small blocks never pass)."""
+    K = math.prod(sizes)
+    size = torch.empty((), dtype=dtype).element_size()
+    per = 2 if size <= 2 else 1
+    pad = 1 if size >= 4 else 4 // size
+    walk = sum(n > 1 for n in sizes) <= 4  # an upper bound of the dims left after merging
+    return walk and K <= 256 * 64 * per and -(-K // 64) * (64 + pad) * size <= 68 << 10
+
+
+# Forced routes of a transposed reduced block: by default, staged (tile=1) or not (tile=0),
+# walked in place (copy=0,tile=0), copied first wherever allowed (copy=1).
+TRANSPOSED_SPECS = (None, "tile=1", "tile=0", "copy=0", "copy=0,tile=0", "copy=1")
+
+
+# tuning.cuh's kTileMinElems: shorter transposed blocks are not staged by default.
+TILE_MIN_ELEMS = 1024
+
+
+def _transposed_route(spec, applies, fits, K):
+    """(staged, copied) for a reduced block of K elements an output under `spec` (inputs under
+    8 MiB), `applies` where it is stored transposed: staged where it fits and K is at least
+    TILE_MIN_ELEMS, unless tile=0 or copy=1, and forced (tile=1) whatever the layout and K; else
+    copied unless copy=0."""
+    automatic = applies and K >= TILE_MIN_ELEMS
+    staged = fits and (
+        spec == "tile=1" or (automatic and spec not in ("tile=0", "copy=0,tile=0", "copy=1"))
+    )
+    return staged, applies and not staged and spec not in ("copy=0", "copy=0,tile=0")
+
+
 # (logical shape, memory order, reduced dims): reduced blocks dense in memory but transposed
-# against the canonical order (reduce_cuda.cu: copies_transposed_block), and two controls that
-# the route must leave alone (a column, a step-2 inner dim).
+# against the canonical order (reduce_cuda.cu: copies_transposed_block; canon_config.cuh:
+# tile_stage), and two controls that the routes leave alone unless tile=1 forces the stage (a
+# column, a step-2 inner dim).
 TRANSPOSED_CASES = [
     ((4, 16, 7, 7), (0, 1, 3, 2), (2, 3)),  # H x W maps transposed in memory
     ((8, 3, 56, 56), (0, 1, 3, 2), (2, 3)),
@@ -1593,6 +1638,9 @@ TRANSPOSED_CASES = [
     ((4, 16, 14, 14), (0, 2, 3, 1), (1, 3)),
     ((6, 100, 33), (0, 2, 1), (1, 2)),
     ((6, 100, 33), (2, 1, 0), None),  # a full sum of a transposed block
+    ((128, 128), (1, 0), None),  # 16384 elements: the most float32 leaves the stage takes
+    ((8, 3, 120, 255), (0, 1, 3, 2), (2, 3)),  # 30600: 16-bit at two leaves per thread
+    ((3, 2, 4, 5, 6, 7), (5, 0, 3, 1, 4, 2), (1, 2, 4, 5)),  # four dims, no two merged
     ((300, 70), (1, 0), (1,)),  # a column: one reduced dim, not copied
     ((6, 2, 50), (0, 2, 1), (1, 2)),  # an innermost stride of 2 (the kernels' step): not copied
 ]
@@ -1602,13 +1650,15 @@ TRANSPOSED_CASES = [
 @pytest.mark.parametrize(
     "shape,order,dims", TRANSPOSED_CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in TRANSPOSED_CASES]
 )
-def test_cuda_transposed_blocks_copied_or_walked_give_the_cpus_bits(
+def test_cuda_transposed_blocks_staged_copied_or_walked_give_the_cpus_bits(
     shape, order, dims, dtype, force_launch
 ):
-    """A transposed reduced block is copied into the canonical order before the reduction
-    (under kCopyTransposedMaxBytes, or forced with copy=1) or walked in place (copy=0): the same
-    elements in the same order, so sums, means and products give the CPU's bits either way. The
-    profiler shows torch's copy kernel before ours exactly where the route applies."""
+    """A transposed reduced block is staged in shared memory in the canonical order
+    (canon_tile_kernel, where it fits), copied into that order before the reduction (under
+    kCopyTransposedMaxBytes, or forced with copy=1) or walked in place (copy=0,tile=0): the same
+    elements in the same order, so sums, means and products give the CPU's bits every way. The
+    profiler shows the tile kernel, or torch's copy kernel before ours, exactly where each
+    route applies."""
     x = _transposed(shape, order, dtype, seed=sum(shape))
     if dims is None:
         dims = tuple(range(len(shape)))
@@ -1619,7 +1669,8 @@ def test_cuda_transposed_blocks_copied_or_walked_give_the_cpus_bits(
     red = sorted(xc.stride(d) for d in dims if shape[d] > 1)
     inner = xc.stride(max(d for d in dims if shape[d] > 1))
     applies = len(red) >= 2 and red[0] == 1 and inner > 2
-    for spec in (None, "copy=0", "copy=1"):
+    fits = _tile_fits([shape[d] for d in dims], dtype)
+    for spec in TRANSPOSED_SPECS:
         force_launch(spec)
         assert_bits_or_nan(torch.ops.treduce.sum(xc, dims), want[0], f"sum {spec}")
         assert_bits_or_nan(torch.ops.treduce.mean(xc, dims), want[1], f"mean {spec}")
@@ -1627,28 +1678,31 @@ def test_cuda_transposed_blocks_copied_or_walked_give_the_cpus_bits(
         names = kernels_run(lambda: torch.ops.treduce.sum(xc, dims))
         first = next(i for i, n in enumerate(names) if "treduce::" in n)
         copied = any("copy" in n for n in names[:first])  # torch's copy kernel, before ours
-        assert copied == (applies and spec != "copy=0"), (spec, names)
+        staged = any("canon_tile_kernel" in n for n in names)
+        route = _transposed_route(spec, applies, fits, math.prod(shape[d] for d in dims))
+        assert (staged, copied) == route, (spec, names)
     force_launch(None)
 
 
-# Inputs over kCopyTransposedMaxBytes (8 MiB): copied only where each transposed tile (the
-# reduced elements from the contiguous reduced dim inward) is small (kCopySmallTileElems).
+# Inputs over kCopyTransposedMaxBytes (8 MiB), float32: staged where an output's elements fit
+# the stage, else copied only where each transposed tile (the reduced elements from the
+# contiguous reduced dim inward) is small (kCopySmallTileElems), else walked.
 LARGE_TRANSPOSED_CASES = [
-    ((16, 64, 56, 56), (0, 1, 3, 2), (2, 3), True),  # 56 x 56 maps transposed: copied
-    ((32, 128, 28, 28), (0, 1, 3, 2), (0, 2, 3), True),  # 28 x 28 tiles under a kept dim
-    ((4, 64, 112, 112), (0, 1, 3, 2), (2, 3), False),  # 112 x 112 tiles: walked
-    ((16, 64, 56, 56), (0, 2, 3, 1), (1, 2, 3), False),  # channels-last, C x HW tiles: walked
+    ((16, 64, 56, 56), (0, 1, 3, 2), (2, 3), "tile"),  # 56 x 56 maps transposed
+    ((4, 64, 112, 112), (0, 1, 3, 2), (2, 3), "tile"),  # 112 x 112: 12544 elements an output
+    ((32, 128, 28, 28), (0, 1, 3, 2), (0, 2, 3), "copy"),  # 28 x 28 tiles under a kept dim
+    ((16, 64, 56, 56), (0, 2, 3, 1), (1, 2, 3), "walk"),  # channels-last, C x HW tiles
 ]
 
 
 @pytest.mark.parametrize(
-    "shape,order,dims,copied",
+    "shape,order,dims,route",
     LARGE_TRANSPOSED_CASES,
     ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in LARGE_TRANSPOSED_CASES],
 )
-def test_cuda_large_transposed_blocks_copied_by_tile_size(shape, order, dims, copied):
-    """Over 8 MiB the route copies transposed blocks whose tiles are small and walks the rest;
-    either way the mean gives the CPU's bits."""
+def test_cuda_large_transposed_blocks_routed_by_size(shape, order, dims, route):
+    """Over 8 MiB a transposed block is staged where an output fits the stage, copied where
+    its tiles are small and walked otherwise; every way the mean gives the CPU's bits."""
     x = _transposed(shape, order, torch.float32, seed=sum(shape))
     assert x.numel() * x.element_size() > 8 << 20
     want = torch.ops.treduce.mean(x, dims)
@@ -1656,15 +1710,17 @@ def test_cuda_large_transposed_blocks_copied_by_tile_size(shape, order, dims, co
     assert_bits_or_nan(torch.ops.treduce.mean(xc, dims), want, "mean")
     names = kernels_run(lambda: torch.ops.treduce.mean(xc, dims))
     first = next(i for i, n in enumerate(names) if "treduce::" in n)
-    assert any("copy" in n for n in names[:first]) == copied, names
+    copied = any("copy" in n for n in names[:first])
+    staged = any("canon_tile_kernel" in n for n in names)
+    assert (staged, copied) == (route == "tile", route == "copy"), names
 
 
 @pytest.mark.parametrize("op", ["sum", "mean", "prod"])
 def test_cuda_transposed_blocks_property(op, force_launch):
     """Property-based: a tensor whose dims are stored in a drawn memory order, reduced over a
     drawn set of dims with a drawn dtype= (or none), gives the CPU's bits whether its reduced
-    block is copied into the canonical order (copy=1) or walked in place (copy=0), and by
-    default."""
+    block is staged (tile=1), copied into the canonical order (copy=1) or walked in place
+    (copy=0,tile=0), and by default."""
     from fuzz_cases import FUZZ_SETTINGS
     from hypothesis import given, settings
     from hypothesis import strategies as st
@@ -1674,16 +1730,12 @@ def test_cuda_transposed_blocks_property(op, force_launch):
     @settings(FUZZ_SETTINGS, max_examples=150)
     @given(data=st.data())
     def prop(data):
-        nd = data.draw(st.integers(2, 5))
-        shape = [data.draw(st.sampled_from([1, 2, 3, 5, 7, 16, 33, 64])) for _ in range(nd)]
-        while math.prod(shape) > 1 << 16:
-            shape[shape.index(max(shape))] //= 2
-        shape = tuple(shape)
-        order = data.draw(st.permutations(range(nd)))
+        shape, order = _draw_stored(data, st, (2, 5), [1, 2, 3, 5, 7, 16, 33, 64], 1 << 16)
+        nd = len(shape)
         dims = tuple(sorted(data.draw(st.sets(st.integers(0, nd - 1), min_size=1))))
         dtype = data.draw(st.sampled_from(dtypes))
         out = data.draw(st.sampled_from([None, *dtypes]))
-        x = _transposed(shape, list(order), dtype, seed=data.draw(st.integers(0, 1 << 16)))
+        x = _transposed(shape, order, dtype, seed=data.draw(st.integers(0, 1 << 16)))
         if op == "prod":
             x = x.abs() * 0.25 + 0.875
         fn = getattr(torch.ops.treduce, op)
@@ -1691,10 +1743,57 @@ def test_cuda_transposed_blocks_property(op, force_launch):
             want = fn(x, dims, dtype=out)
         except RuntimeError:
             return  # a dtype= pair the op refuses (checked against torch elsewhere)
-        for spec in (None, "copy=0", "copy=1"):
+        for spec in (None, "tile=1", "copy=0,tile=0", "copy=1"):
             force_launch(spec)
             got = fn(x.cuda(), dims, dtype=out)
             assert_bits_or_nan(got, want, f"{shape} {order} {dims} {spec}")
         force_launch(None)
+
+    prop()
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "prod"])
+def test_cuda_tile_stage_forced_on_any_view_property(op, force_launch):
+    """Property-based: forced (tile=1), canon_tile_kernel stages any reduced block that fits,
+    whatever its layout (rows, columns, step-2, sliced, off a 16-byte boundary, dims in a drawn
+    memory order), and gives the CPU's bits with a drawn dtype= (or none)."""
+    from fuzz_cases import FUZZ_SETTINGS
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    dtypes = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
+
+    @settings(FUZZ_SETTINGS, max_examples=120)
+    @given(data=st.data())
+    def prop(data):
+        shape, order = _draw_stored(data, st, (1, 4), [1, 2, 3, 7, 14, 33, 64, 100], 1 << 15)
+        nd = len(shape)
+        dtype = data.draw(st.sampled_from(dtypes))
+        base = _transposed(shape, order, dtype, seed=data.draw(st.integers(0, 1 << 16)))
+        if op == "prod":
+            base = base.abs() * 0.25 + 0.875  # keeps the memory order (dense)
+        d = data.draw(st.integers(0, nd - 1))
+        cut = data.draw(st.sampled_from(["none", "offset", "step2"]))
+
+        def view(t):  # the same view of the CPU and the CUDA copy (dense: strides kept)
+            if cut == "offset" and t.shape[d] > 1:
+                return t.narrow(d, 1, t.shape[d] - 1)  # the base one element on
+            if cut == "step2":
+                return t[(slice(None),) * d + (slice(None, None, 2),)]
+            return t
+
+        x, xc = view(base), view(base.cuda())
+        assert xc.stride() == x.stride()
+        dims = tuple(sorted(data.draw(st.sets(st.integers(0, nd - 1), min_size=1))))
+        out = data.draw(st.sampled_from([None, *dtypes]))
+        fn = getattr(torch.ops.treduce, op)
+        try:
+            want = fn(x, dims, dtype=out)
+        except RuntimeError:
+            return  # a dtype= pair the op refuses (checked against torch elsewhere)
+        force_launch("tile=1")
+        got = fn(xc, dims, dtype=out)
+        force_launch(None)
+        assert_bits_or_nan(got, want, f"{tuple(x.shape)} {x.stride()} {dims} {dtype} {out}")
 
     prop()

@@ -133,6 +133,10 @@ CanonMode parse_canon_mode(const std::string& spec) {
       TORCH_CHECK(value == 0 || value == 1, "treduce._force_launch: whole must be 0 or 1 (got '",
                   item, "')");
       m.force.whole = static_cast<int>(value);
+    } else if (key == "tile") {
+      TORCH_CHECK(value == 0 || value == 1, "treduce._force_launch: tile must be 0 or 1 (got '",
+                  item, "')");
+      m.force.tile = static_cast<int>(value);
     } else if (key == "copy") {
       TORCH_CHECK(value == 0 || value == 1, "treduce._force_launch: copy must be 0 or 1 (got '",
                   item, "')");
@@ -144,12 +148,12 @@ CanonMode parse_canon_mode(const std::string& spec) {
                   item, "')");
       m.force.splits = static_cast<int>(value);
     } else {
-      TORCH_CHECK(
-          false,
-          "treduce._force_launch: expected 'plain' or "
-          "'y=Y,per=P,splits=S,rounds=R,lat=L,small=T,threads=N,loop=C,cluster=U,whole=W,copy=C', "
-          "got '",
-          spec, "'");
+      TORCH_CHECK(false,
+                  "treduce._force_launch: expected 'plain' or "
+                  "'y=Y,per=P,splits=S,rounds=R,lat=L,small=T,threads=N,loop=C,cluster=U,whole=W,"
+                  "tile=S,copy=C', "
+                  "got '",
+                  spec, "'");
     }
     pos = end + 1;
   }
@@ -267,9 +271,10 @@ constexpr int64_t kCopySmallTilesMaxBytes = int64_t(100) << 20;
 // a copy in the canonical order reads them coalesced and leaves contiguous rows.
 bool copies_transposed_block(const Plan& plan, const CanonMode& mode) {
   const IndexMap& r = plan.geom.red;
-  if (!plan.canonical || mode.plain || mode.copy == 0 || r.ndim < 2 ||
-      r.in_strides[r.ndim - 1] <= 2)
-    return false;
+  if (!plan.canonical || mode.plain || mode.copy == 0 || !reduced_block_transposed(r)) return false;
+  if (mode.copy < 0 &&
+      tile_stage(plan.geom, static_cast<int>(plan.input.element_size()), mode.force))
+    return false;  // canon_tile_kernel stages it in place
   int contiguous_dim = -1;
   for (int d = 0; d < r.ndim - 1; ++d)
     if (r.in_strides[d] == 1) contiguous_dim = d;

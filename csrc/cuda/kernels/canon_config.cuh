@@ -32,6 +32,7 @@
 
 #include "../../geometry.h"
 #include "common.cuh"
+#include "tuning.cuh"
 
 namespace treduce {
 
@@ -99,6 +100,55 @@ struct CanonOverride {
                      // automatic, 0 never, 1 wherever allowed
   int whole = -1;    // one block per output through canon_small_kernel's kWhole instantiation:
                      // -1 automatic (launch_small), 0 never, 1 always
+  int tile = -1;     // transposed reduced blocks staged (canon_tile_kernel): -1 automatic, 0
+                     // never, 1 wherever they fit
+
+  // A forced block shape, split count, rounds or leaves per thread (which the tile, small,
+  // chunk, packed and pair routes cannot honour, so they step aside).
+  bool forces_shape() const { return y > 0 || splits > 0 || rounds > 0 || per > 0; }
 };
+
+// Shared memory of canon_tile_kernel's staged block, at most (three blocks per SM): float32
+// outputs of 16384 elements, 16-bit ones of 32768, float64 ones of 8192.
+constexpr int64_t kTileStageMaxBytes = int64_t(68) << 10;
+
+// Bytes of shared memory that K elements of elem_size bytes take staged by canon_tile_kernel:
+// kCanonLeaf elements a leaf and tile_pad elements of padding, 4 bytes (8 for 8-byte elements),
+// so that the lanes of a warp, each folding its own leaf, read different banks.
+constexpr int tile_pad(int elem_size) { return elem_size >= 4 ? 1 : 4 / elem_size; }
+inline int64_t tile_stage_bytes(int64_t K, int elem_size) {
+  return (K + kCanonLeaf - 1) / kCanonLeaf * (kCanonLeaf + tile_pad(elem_size)) * elem_size;
+}
+
+// Whether the reduced dims (logical order) are stored transposed: the innermost is neither
+// contiguous nor a step of two (canon_kernel's step) while another is contiguous, as in the
+// H x W maps of a tensor transposed in memory or channels-last images reduced over (C, H, W).
+// The canonical order reads the elements in the logical order: the kernels other than
+// canon_tile_kernel walk such a block element by element.
+inline bool reduced_block_transposed(const IndexMap& r) {
+  if (r.ndim < 2 || r.in_strides[r.ndim - 1] <= 2) return false;
+  for (int d = 0; d < r.ndim - 1; ++d)
+    if (r.in_strides[d] == 1) return true;
+  return false;
+}
+
+// Whether canon_tile_kernel takes the outputs (plan_canon's route_tile; the torch side then does
+// not copy the block): a transposed reduced block of K elements, at least kTileMinElems
+// (shorter blocks cost more staged than copied), that fit the stage, one block's
+// leaves (kCanonThreads threads of canon_per leaves) and the staging walk (tile_map_fits: at most
+// kTileDims dims, 32-bit offsets). Forced (tile=1) for any layout whose outputs fit (its staging
+// reads any map in memory order); a forced shape, latency kernel or small kernel turns the
+// automatic choice off.
+inline bool tile_stage(const Geometry& g, int elem_size, const CanonOverride& ov) {
+  const bool other = ov.forces_shape() || ov.lat >= 0 || ov.small >= 0;
+  if (ov.tile == 0 ||
+      (ov.tile < 0 &&
+       (other || !reduced_block_transposed(g.red) || g.reduce_len < tuning::kTileMinElems)) ||
+      g.num_outputs > INT32_MAX || !tile_map_fits(g.red))
+    return false;
+  const int per = elem_size <= 2 ? 2 : 1;
+  return g.reduce_len <= int64_t(kCanonThreads) * kCanonLeaf * per &&
+         tile_stage_bytes(g.reduce_len, elem_size) <= kTileStageMaxBytes;
+}
 
 }  // namespace treduce

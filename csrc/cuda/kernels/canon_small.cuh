@@ -91,56 +91,37 @@ __device__ __noinline__ typename Op::acc_t fold_small_unaligned(
   return b[0];
 }
 
-// canon_small_node's leaves for a warp where some are not whole (an output's end): lane `lane`
-// folds leaves r0 / kCanonLeaf .. + kL - 1 of the K elements at `p` (16-byte aligned) into b[],
-// each in increasing r (the same additions as fold_leaf). Whole leaves with their loads in one
+// canon_small_node's leaf for a warp where some are not whole (an output's end), at one leaf
+// per lane: lane `lane` folds its `n` elements at `p` (0 to kCanonLeaf; 16-byte aligned) into
+// `b`, in increasing order (the same additions as fold_leaf). A whole leaf with its loads in one
 // batch (fold_leaf_vec); the one partial leaf (an output has at most one, its last) through the
 // warp's stage, loaded by every lane, two elements each, and folded from shared memory by its
 // own lane: one trip to memory, where the lane alone took one per element or vector (its loop's
 // loads wait on the folds). H100, µs: float32 (1850,) 8.5 -> 6.4, bfloat16 (5283,) 6.7 -> 6.1;
-// sums of whole leaves within 2%. Called at one leaf per lane only: at two (kL = 2) it cost
+// sums of whole leaves within 2%. Not used at two leaves per lane (kL = 2): there it cost
 // bfloat16 rows (64, 32768), whose leaves are all whole, 9% (the same code otherwise).
 // Every lane of the warp must call it.
-template <class Op, class in_t, int kL>
-__device__ __forceinline__ void fold_leaves_ragged(const in_t* __restrict__ p, int64_t r0,
-                                                   int64_t K, int lane, in_t* stage,
-                                                   typename Op::acc_t (&b)[kL], bool ef) {
+template <class Op, class in_t>
+__device__ __forceinline__ void fold_leaf_ragged(const in_t* __restrict__ p, int n, int lane,
+                                                 in_t* stage, typename Op::acc_t& b, bool ef) {
   static_assert(kCanonLeaf == 64, "two staged elements per lane");
-  const auto len = [&](int64_t r) {
-    return r >= K ? 0 : static_cast<int>(K - r < kCanonLeaf ? K - r : kCanonLeaf);
-  };
-  int part = 0, part_n = 0;  // this lane's partial leaf, if it has one
-#pragma unroll
-  for (int l = 0; l < kL; ++l) {
-    const int n = len(r0 + l * kCanonLeaf);
-    if (n > 0 && n < kCanonLeaf) {
-      part = l;
-      part_n = n;
-    }
-  }
-  const unsigned owner = __ballot_sync(kFullMask, part_n > 0);
+  const bool partial = n > 0 && n < kCanonLeaf;
+  const unsigned owner = __ballot_sync(kFullMask, partial);
   const int src = owner ? __ffs(owner) - 1 : 0;
-  const int np = __shfl_sync(kFullMask, part_n, src);
-  const in_t* pp = shfl_ptr(p + r0 + part * kCanonLeaf, src);
+  const int np = __shfl_sync(kFullMask, partial ? n : 0, src);
+  const in_t* pp = shfl_ptr(p, src);
   in_t x0{}, x1{};
   if (np > 0) {  // (clamped addresses: every load is unconditional and inside the leaf)
     x0 = pp[lane < np ? lane : np - 1];
     x1 = pp[lane + 32 < np ? lane + 32 : np - 1];
   }
-#pragma unroll
-  for (int l = 0; l < kL; ++l)
-    if (len(r0 + l * kCanonLeaf) == kCanonLeaf)
-      fold_leaf_vec<Op, in_t, 16>(p + r0 + l * kCanonLeaf, kCanonLeaf, b[l], ef);
+  if (n == kCanonLeaf) fold_leaf_vec<Op, in_t, 16>(p, kCanonLeaf, b, ef);
   if (np > 0) {
     stage[lane] = x0;
     stage[lane + 32] = x1;
     __syncwarp();
-    if (lane == src) {
-      typename Op::acc_t c = Op::identity();
-      for (int j = 0; j < np; ++j) c = fold<Op>(c, stage[j]);
-#pragma unroll
-      for (int l = 0; l < kL; ++l)  // (b[part] is the identity: no fold into it yet)
-        if (l == part) b[l] = c;
+    if (lane == src) {  // (b is still the identity: nothing folded into it before)
+      for (int j = 0; j < np; ++j) b = fold<Op>(b, stage[j]);
     }
     __syncwarp();
   }
@@ -203,8 +184,8 @@ __device__ __forceinline__ typename Op::acc_t canon_small_node(const in_t* __res
       }
     } else if constexpr (kL == 1) {
       auto* stage = reinterpret_cast<Vec<in_t, V>*>(small_stage) + (tid >> 5) * Stage::kSmallVecs;
-      fold_leaves_ragged<Op, in_t, kL>(p, r0, K, lane, reinterpret_cast<in_t*>(stage), b,
-                                       g.evict_first);
+      fold_leaf_ragged<Op, in_t>(p + r0, len(r0), lane, reinterpret_cast<in_t*>(stage), b[0],
+                                 g.evict_first);
     } else {
 #pragma unroll
       for (int l = 0; l < kL; ++l) {
@@ -250,7 +231,7 @@ __device__ __forceinline__ void merge_chunk_nodes(const typename Op::acc_t* slot
 // rounded up to a power of two, at least a warp), thread t folds leaves kL t .. kL t + kL - 1
 // (warps of whole leaves through the stage, both phases in flight, a lane's kL leaves side by
 // side; other leaves with their loads in one batch, a last partial leaf staged by its warp at one
-// leaf per thread (fold_leaves_ragged), else element by element) and merges them (their node),
+// leaf per thread (fold_leaf_ragged), else element by element) and merges them (their node),
 // then the perfect tree over the T lanes (tree_over_block; tree_over_y in clusters) and thread 0
 // stores. The same additions as canon_kernel, in a kernel a fraction of its size and without its
 // split, cluster and counter paths: a 2^10-element sum took 2.58 µs in a CUDA graph through the

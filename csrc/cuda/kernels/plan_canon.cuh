@@ -7,13 +7,15 @@
 //   run_canon_launch<Op, in_t, out_t>(lc, geom, in, out, partials, counters, stream);
 //
 // The planner is an ordered list of routes; the first whose predicate takes the geometry builds
-// the launch: one block per output (route_small), chunks of an output (route_chunks), packed
-// short rows (route_packed), rows of two or four vectors (route_pair), else canon_kernel's tiles
-// (TilePlan), whose block shape, splits and kernel variant are chosen in steps.
+// the launch: transposed blocks staged (route_tile), one block per output (route_small), chunks of
+// an output (route_chunks), packed short rows (route_packed), rows of two or four vectors
+// (route_pair), else canon_kernel's tiles (TilePlan), whose block shape, splits and kernel variant
+// are chosen in steps.
 #pragma once
 #include <algorithm>
 #include <tuple>
 
+#include "canon_tile.cuh"
 #include "plan_canon_rules.cuh"
 #include "tuning.cuh"
 
@@ -27,11 +29,27 @@ struct CanonQuery {
   int sm_count;
   const CanonOverride& ov;
   bool clusters;  // the GPU has thread-block clusters (sm_90), which the latency kernel needs
-  // A forced block shape, split count, rounds or leaves per thread (which the small, chunk,
-  // packed and pair routes cannot honour, so they step aside).
-  bool forced() const { return ov.y > 0 || ov.splits > 0 || ov.rounds > 0 || ov.per > 0; }
+  bool forced() const { return ov.forces_shape(); }
   bool aligned() const { return reinterpret_cast<uintptr_t>(in) % 16 == 0; }
 };
+
+// Blocks that fit the stage (tile_stage) through canon_tile_kernel, one block per output, not
+// walked element by element (or copied first): small_threads lanes, at least kTileMinThreads,
+// kTileFewOutputsThreads where the outputs are few (tile=1,threads=N: N).
+template <class Op, class in_t, class out_t>
+bool route_tile(const CanonQuery<in_t>& q, CanonLaunch& lc) {
+  if (!tile_stage(q.g, sizeof(in_t), q.ov)) return false;
+  const int64_t K = q.g.reduce_len;
+  const bool few = q.g.num_outputs <= int64_t(tuning::kTileFewOutputsPerSm) * q.sm_count;
+  const int least = q.ov.tile > 0 && q.ov.threads > 0 ? q.ov.threads
+                    : few                             ? tuning::kTileFewOutputsThreads
+                                                      : tuning::kTileMinThreads;
+  lc.tile = true;
+  lc.grid = dim3(static_cast<unsigned>(q.g.num_outputs));
+  lc.block = dim3(
+      static_cast<unsigned>(std::max(small_threads(K, small_leaves_per_thread<in_t>(K)), least)));
+  return true;
+}
 
 // One block per output (canon_small_kernel) for rows and full sums of at most 256 leaves
 // (16384 float32 elements) that start aligned: where every block has an SM of its own, and
@@ -574,8 +592,9 @@ CanonLaunch plan_canon(const Geometry& g, const in_t* in, int sm_count, const Ca
                        bool clusters) {
   const CanonQuery<in_t> q{g, in, sm_count, ov, clusters};
   CanonLaunch lc;
-  if (route_small<Op, in_t, out_t>(q, lc) || route_chunks<Op, in_t, out_t>(q, lc) ||
-      route_packed<Op, in_t, out_t>(q, lc) || route_pair<Op, in_t, out_t>(q, lc))
+  if (route_tile<Op, in_t, out_t>(q, lc) || route_small<Op, in_t, out_t>(q, lc) ||
+      route_chunks<Op, in_t, out_t>(q, lc) || route_packed<Op, in_t, out_t>(q, lc) ||
+      route_pair<Op, in_t, out_t>(q, lc))
     return lc;
   TilePlan<Op, in_t, out_t>(q, lc).plan();
   return lc;

@@ -25,6 +25,7 @@ struct CanonLaunch {
   int64_t packed_vecs = 0;  // whose in-order fold of a whole row is the canonical order (one leaf)
   int vec = 1;              // outputs per thread (canon_vec() or 1)
   bool lat = false;         // canon_kernel<..., kLat = true>: clusters of cfg.splits blocks along y
+  bool tile = false;        // canon_tile_kernel: a reduced block staged, one per output
   bool small = false;       // canon_small_kernel: one block of `block` threads per output
   int64_t chunk = 0;     // ... or per chunk of this many elements of an output (grid: chunks x M)
   bool cluster = false;  // ... whose chunks are merged in a cluster of gridDim.x blocks

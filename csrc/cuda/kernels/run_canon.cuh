@@ -161,7 +161,9 @@ void run_canon_launch(const CanonLaunch& lc, const Geometry& g, const in_t* in, 
     pair_rows_kernel<Op, in_t, out_t, 4><<<lc.grid, lc.block, 0, stream>>>(in, out, g);
     return;
   }
-  if (lc.small)
+  if (lc.tile)
+    run_tile<Op>(lc, g, in, out, stream);
+  else if (lc.small)
     run_small<Op>(lc, g, in, out, partials, counters, stream);
   else if (lc.lat)
     run_lat_tiles<Op>(lc, g, in, out, partials, counters, stream);

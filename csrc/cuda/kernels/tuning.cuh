@@ -8,6 +8,21 @@
 namespace treduce {
 namespace tuning {
 
+// route_tile (tile_stage): transposed blocks of at least this many elements an output are staged
+// by default; shorter ones are copied or walked (reduce_cuda.cu: copies_transposed_block). H100,
+// float32 mean of H x W maps stored transposed, staged / copied: 7 x 7 (49) 27.8 / 14.6 µs,
+// 14 x 14 (196) 14.0 / 13.0, 56 x 56 (3136) 23.1 / 42.9, 112 x 112 (12544) 16.2 / 30.3.
+constexpr int64_t kTileMinElems = 1024;
+// route_tile: canon_tile_kernel's threads per block at least (the tree takes the first
+// small_threads of them), so that a short output's staging loads are one batch. H100, float32
+// 56 x 56 maps stored transposed (2,048 outputs): 26.6 / 23.1 / 24.3 µs at 64 / 128 / 256.
+constexpr int kTileMinThreads = 128;
+// route_tile: with at most this many outputs an SM, 256 threads a block (more loads in flight
+// for each of few blocks). H100, 256 threads / 128: bfloat16 (8, 128, 28, 28) over (0, 2, 3),
+// 128 outputs, 10.2 / 13.0 µs; float32 (2, 128, 56, 56) over (2, 3), 256 outputs, 9.3 / 10.0.
+constexpr int kTileFewOutputsPerSm = 2;
+constexpr int kTileFewOutputsThreads = 256;
+
 // route_small: one block per output.
 // Outputs of at least this many leaves go one block each wherever they are: rows (65536, 1024) of
 // 16 leaves took 105.7 µs one block each against 75.3 split; (4096, 4096) 23.4 against 25.4.

@@ -1,0 +1,126 @@
+// canon_tile.cuh: the canonical order's kernel for reduced blocks stored transposed
+// (canon_tile_kernel; its route's predicate, tile_stage, is in canon_config.cuh). Raw CUDA,
+// nothing from torch.
+//
+// A reduced block stored transposed (reduced_block_transposed) is walked element by element by
+// the other kernels, one trip to memory per element a lane. Here one block per output reads the
+// block in memory order (coalesced), writes each element to its logical position in shared
+// memory, and folds the leaves from there: the same leaves and tree as canon_small_kernel, so the
+// same bits.
+#pragma once
+#include <algorithm>
+#include <atomic>
+
+#include "canon_small.cuh"
+#include "plan_canon_rules.cuh"
+
+namespace treduce {
+
+// Loads in flight per thread while staging.
+constexpr int kTileBatch = 8;
+// Shared-memory loads issued ahead of a leaf's chain of additions.
+constexpr int kTileFoldBatch = 8;
+
+// One block per output o (blockIdx.x) of K = g.reduce_len elements, whose reduced dims `map`
+// walks in memory order (geometry.h: tile_map, by the block's thread count): every thread loads
+// kTileBatch elements at a time in memory order and stores each at its logical position in the
+// dynamic shared memory (leaf l at l * (kCanonLeaf + tile_pad) elements); then thread t < T
+// (small_threads at kL leaves per thread) folds leaves kL t .. kL t + kL - 1 in order and merges
+// them, and the perfect tree over the T lanes (tree_over_block) gives thread 0 the output:
+// canon_small_node's additions.
+template <class Op, class in_t, class out_t, int kL>
+__global__ void __launch_bounds__(kCanonThreads)
+    canon_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
+                      const TileMap map, int T) {
+  using acc_t = typename Op::acc_t;
+  constexpr int kLeafSlots = kCanonLeaf + tile_pad(sizeof(in_t));
+  __shared__ acc_t sm[kCanonThreads / 32];  // tree_over_block: a node a warp
+  extern __shared__ __align__(16) unsigned char tile_raw[];
+  in_t* const tile = reinterpret_cast<in_t*>(tile_raw);
+  const int64_t o = blockIdx.x;
+  const int K = static_cast<int>(g.reduce_len);  // tile_stage: one block's leaves
+  const in_t* __restrict__ p = in + g.kept.in_offset(o);
+  const int tid = threadIdx.x;
+  const int threads = blockDim.x;
+  const auto slot = [](int k) { return k + (k / kCanonLeaf) * (kLeafSlots - kCanonLeaf); };
+  TileWalker w(map, tid);
+  for (int i0 = tid; i0 < K; i0 += kTileBatch * threads) {
+    in_t x[kTileBatch];
+    int at[kTileBatch];
+#pragma unroll
+    for (int b = 0; b < kTileBatch; ++b) {
+      at[b] = -1;
+      if (i0 + b * threads < K) {
+        x[b] = p[w.offset(map)];
+        at[b] = slot(w.position(map));
+        w.advance(map);
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < kTileBatch; ++b)
+      if (at[b] >= 0) tile[at[b]] = x[b];
+  }
+  __syncthreads();
+  acc_t a = Op::identity();
+  if (tid < T) {
+    acc_t b[kL];
+#pragma unroll
+    for (int l = 0; l < kL; ++l) {
+      b[l] = Op::identity();
+      const int r = (tid * kL + l) * kCanonLeaf;
+      const int n = r >= K ? 0 : (K - r < kCanonLeaf ? K - r : kCanonLeaf);
+      const in_t* leaf = tile + (tid * kL + l) * kLeafSlots;
+      int j = 0;
+      for (; j + kTileFoldBatch <= n; j += kTileFoldBatch) {  // loads ahead of the chain
+        in_t v[kTileFoldBatch];
+#pragma unroll
+        for (int u = 0; u < kTileFoldBatch; ++u) v[u] = leaf[j + u];
+#pragma unroll
+        for (int u = 0; u < kTileFoldBatch; ++u) b[l] = fold<Op>(b[l], v[u]);
+      }
+      for (; j < n; ++j) b[l] = fold<Op>(b[l], leaf[j]);
+    }
+    a = b[0];
+#pragma unroll
+    for (int l = 1; l < kL; ++l) a = Op::combine(a, b[l]);
+  }
+  a = tree_over_block<Op>(a, T, tid, sm);
+  if (tid == 0) out[g.kept.out_offset(o)] = from_acc<out_t>(Op::finalize(a, K, g.num_outputs));
+}
+
+// Launches kKernel (a canon_tile_kernel) with `bytes` of dynamic shared memory, letting it use
+// kTileStageMaxBytes first (once per kernel and device): its static and dynamic shared memory
+// together may pass the default 48 KB below kTileStageMaxBytes.
+template <auto kKernel, class... Args>
+void launch_tile(dim3 grid, dim3 block, size_t bytes, cudaStream_t stream, Args... args) {
+  static std::atomic<bool> allowed[64] = {};  // calls may come from several host threads
+  int dev = 0;
+  if (cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < 64 && !allowed[dev].load())
+    allowed[dev].store(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(kTileStageMaxBytes)) == cudaSuccess);
+  kKernel<<<grid, block, bytes, stream>>>(args...);
+}
+
+// canon_tile_kernel for the plan's outputs (route_tile took them: lc.grid, lc.block):
+// small_threads lanes at small_leaves_per_thread leaves each.
+template <class Op, class in_t, class out_t>
+void run_tile(const CanonLaunch& lc, const Geometry& g, const in_t* in, out_t* out,
+              cudaStream_t stream) {
+  const int64_t K = g.reduce_len;
+  const int per = small_leaves_per_thread<in_t>(K);
+  const int T = small_threads(K, per);
+  const TileMap map = tile_map(g.red, static_cast<int32_t>(lc.block.x));
+  const size_t bytes = static_cast<size_t>(tile_stage_bytes(K, sizeof(in_t)));
+  const dim3 grid = lc.grid, block = lc.block;
+  if constexpr (canon_per<in_t>() == 2) {
+    if (per == 2) {
+      launch_tile<canon_tile_kernel<Op, in_t, out_t, 2>>(grid, block, bytes, stream, in, out, g,
+                                                         map, T);
+      return;
+    }
+  }
+  launch_tile<canon_tile_kernel<Op, in_t, out_t, 1>>(grid, block, bytes, stream, in, out, g, map,
+                                                     T);
+}
+
+}  // namespace treduce
