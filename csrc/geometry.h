@@ -191,45 +191,57 @@ inline TileMap tile_map(const IndexMap& r, int32_t step) {
   return t;
 }
 
-// A position in a TileMap, as per-dim indices (Walker's rule: the outermost digit is not reduced
-// modulo its size, so a walk may step past the end, and the caller stops there).
-struct TileWalker {
-  int32_t idx[kTileDims];
+// A position in a TileMap, as indices over its last kD dims (the map's leading kTileDims - kD
+// dims of size 1: fewer dims, fewer instructions an element), Walker's rule: the outermost digit
+// is not reduced modulo its size, so a walk may step past the end, and the caller stops there.
+template <int kD>
+struct TileWalkerOf {
+  static constexpr int kFirst = kTileDims - kD;
+  int32_t idx[kD];
 
-  TR_HD TileWalker(const TileMap& m, int32_t i) {
+  TR_HD TileWalkerOf(const TileMap& m, int32_t i) {
     TR_UNROLL
-    for (int d = kTileDims - 1; d > 0; --d) {
-      idx[d] = i % m.sizes[d];
-      i /= m.sizes[d];
+    for (int j = kD - 1; j > 0; --j) {
+      idx[j] = i % m.sizes[kFirst + j];
+      i /= m.sizes[kFirst + j];
     }
     idx[0] = i;
   }
   TR_HD int32_t offset(const TileMap& m) const {
     int32_t off = 0;
     TR_UNROLL
-    for (int d = 0; d < kTileDims; ++d) off += idx[d] * m.in_strides[d];
+    for (int j = 0; j < kD; ++j) off += idx[j] * m.in_strides[kFirst + j];
     return off;
   }
   TR_HD int32_t position(const TileMap& m) const {
     int32_t at = 0;
     TR_UNROLL
-    for (int d = 0; d < kTileDims; ++d) at += idx[d] * m.out_strides[d];
+    for (int j = 0; j < kD; ++j) at += idx[j] * m.out_strides[kFirst + j];
     return at;
   }
   TR_HD void advance(const TileMap& m) {
     int32_t carry = 0;
     TR_UNROLL
-    for (int d = kTileDims - 1; d >= 0; --d) {
-      int32_t v = idx[d] + m.step[d] + carry;
+    for (int j = kD - 1; j >= 0; --j) {
+      int32_t v = idx[j] + m.step[kFirst + j] + carry;
       carry = 0;
-      if (d > 0 && v >= m.sizes[d]) {  // digits are below the size: one carry at most
-        v -= m.sizes[d];
+      if (j > 0 && v >= m.sizes[kFirst + j]) {  // digits are below the size: one carry at most
+        v -= m.sizes[kFirst + j];
         carry = 1;
       }
-      idx[d] = v;
+      idx[j] = v;
     }
   }
 };
+using TileWalker = TileWalkerOf<kTileDims>;
+
+// Whether a TileMap's dims longer than 1 are at most its last two (TileWalkerOf<2> walks it).
+TR_HD bool tile_map_two_dims(const TileMap& m) {
+  TR_UNROLL
+  for (int d = 0; d < kTileDims - 2; ++d)
+    if (m.sizes[d] != 1) return false;
+  return true;
+}
 
 // How the work is split; chosen by choose_strategy() from the geometry alone.
 enum class Strategy : int {

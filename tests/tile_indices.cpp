@@ -1,6 +1,6 @@
 // canon_tile_kernel's staging indices on the host (tests/test_tile_indices.py): the kernel's
 // threads, each walking tile_map's map from its index by steps of the block's thread count
-// (geometry.h's TileWalker, as the kernel does), must visit every logical position of the reduced
+// (geometry.h's TileWalkerOf, as the kernel does), must visit every logical position of the reduced
 // block once and read the input's element of that position there, in memory order (the kernel's
 // loads coalesced).
 #include <cstdint>
@@ -10,30 +10,16 @@
 
 using namespace treduce;
 
-// The number of logical positions of the reduced block (`nd` dims of `sizes` and input
-// `strides`, logical order, elements that do not overlap) that `threads` threads stage wrongly:
-// missed, staged twice, or from another element than red.in_offset(position); and the steps of
-// the walk (element i to i + 1) that go back in memory, where no stride is 0. -1 where the block
-// does not fit a TileMap (tile_map_fits).
-extern "C" int64_t tile_staging_errors(int nd, const int64_t* sizes, const int64_t* strides,
-                                       int threads) {
-  IndexMap r;
-  r.ndim = nd;
-  int64_t K = 1;
-  for (int d = 0; d < nd; ++d) {
-    r.sizes[d] = sizes[d];
-    r.in_strides[d] = strides[d];
-    K *= sizes[d];
-  }
-  if (!tile_map_fits(r)) return -1;
-  const TileMap map = tile_map(r, threads);
+// The errors of the walk of `map` by `threads` threads with TileWalkerOf<kD>, over the block `r`
+// of K elements (tile_staging_errors).
+template <int kD>
+int64_t walk_errors(const IndexMap& r, const TileMap& map, int64_t K, int threads,
+                    bool expanded) {
   std::vector<int> seen(K, 0);
   std::vector<int64_t> from(K, -1), by_step(K, -1);
   int64_t errors = 0;
-  bool expanded = false;
-  for (int d = 0; d < nd; ++d) expanded = expanded || strides[d] == 0;
   for (int tid = 0; tid < threads; ++tid) {
-    TileWalker w(map, tid);
+    TileWalkerOf<kD> w(map, tid);
     for (int64_t i = tid; i < K; i += threads) {
       const int64_t k = w.position(map);
       if (k < 0 || k >= K) {
@@ -50,6 +36,31 @@ extern "C" int64_t tile_staging_errors(int nd, const int64_t* sizes, const int64
     if (seen[k] != 1 || from[k] != r.in_offset(k)) ++errors;
   for (int64_t i = 1; i < K; ++i)
     if (!expanded && by_step[i] <= by_step[i - 1]) ++errors;
+  return errors;
+}
+
+// The number of logical positions of the reduced block (`nd` dims of `sizes` and input
+// `strides`, logical order, elements that do not overlap) that `threads` threads stage wrongly:
+// missed, staged twice, or from another element than red.in_offset(position); and the steps of
+// the walk (element i to i + 1) that go back in memory, where no stride is 0. Walked over four
+// dims and, where the map has at most two longer than 1 (tile_map_two_dims), over two as well,
+// as the kernel does. -1 where the block does not fit a TileMap (tile_map_fits).
+extern "C" int64_t tile_staging_errors(int nd, const int64_t* sizes, const int64_t* strides,
+                                       int threads) {
+  IndexMap r;
+  r.ndim = nd;
+  int64_t K = 1;
+  bool expanded = false;
+  for (int d = 0; d < nd; ++d) {
+    r.sizes[d] = sizes[d];
+    r.in_strides[d] = strides[d];
+    K *= sizes[d];
+    expanded = expanded || strides[d] == 0;
+  }
+  if (!tile_map_fits(r)) return -1;
+  const TileMap map = tile_map(r, threads);
+  int64_t errors = walk_errors<kTileDims>(r, map, K, threads, expanded);
+  if (tile_map_two_dims(map)) errors += walk_errors<2>(r, map, K, threads, expanded);
   return errors;
 }
 

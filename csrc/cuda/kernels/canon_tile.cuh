@@ -21,13 +21,40 @@ constexpr int kTileBatch = 8;
 // Shared-memory loads issued ahead of a leaf's chain of additions.
 constexpr int kTileFoldBatch = 8;
 
+// Stages the K elements at p in the tile: the block's threads walk `map` (memory order) by steps
+// of their count with a Walker of kD dims, kTileBatch loads in flight each, and store every
+// element at its logical position k, leaf k / kCanonLeaf padded to kLeafSlots elements.
+template <int kD, int kLeafSlots, class in_t>
+__device__ __forceinline__ void stage_tile(const in_t* __restrict__ p, in_t* tile,
+                                           const TileMap& map, int K) {
+  const int tid = threadIdx.x;
+  const int threads = blockDim.x;
+  TileWalkerOf<kD> w(map, tid);
+  for (int i0 = tid; i0 < K; i0 += kTileBatch * threads) {
+    in_t x[kTileBatch];
+    int at[kTileBatch];
+#pragma unroll
+    for (int b = 0; b < kTileBatch; ++b) {
+      at[b] = -1;
+      if (i0 + b * threads < K) {
+        x[b] = p[w.offset(map)];
+        const unsigned k = w.position(map);  // leaf k / kCanonLeaf (a shift, k unsigned)
+        at[b] = static_cast<int>(k + k / kCanonLeaf * (kLeafSlots - kCanonLeaf));
+        w.advance(map);
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < kTileBatch; ++b)
+      if (at[b] >= 0) tile[at[b]] = x[b];
+  }
+}
+
 // One block per output o (blockIdx.x) of K = g.reduce_len elements, whose reduced dims `map`
-// walks in memory order (geometry.h: tile_map, by the block's thread count): every thread loads
-// kTileBatch elements at a time in memory order and stores each at its logical position in the
-// dynamic shared memory (leaf l at l * (kCanonLeaf + tile_pad) elements); then thread t < T
-// (small_threads at kL leaves per thread) folds leaves kL t .. kL t + kL - 1 in order and merges
-// them, and the perfect tree over the T lanes (tree_over_block) gives thread 0 the output:
-// canon_small_node's additions.
+// walks in memory order (geometry.h: tile_map, by the block's thread count): stage_tile (over
+// two dims where the map has no more: the transposed H x W maps) puts each element at its
+// logical position in the dynamic shared memory; then thread t < T (small_threads at kL leaves
+// per thread) folds leaves kL t .. kL t + kL - 1 in order and merges them, and the perfect tree
+// over the T lanes (tree_over_block) gives thread 0 the output: canon_small_node's additions.
 template <class Op, class in_t, class out_t, int kL>
 __global__ void __launch_bounds__(kCanonThreads)
     canon_tile_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
@@ -41,25 +68,10 @@ __global__ void __launch_bounds__(kCanonThreads)
   const int K = static_cast<int>(g.reduce_len);  // tile_stage: one block's leaves
   const in_t* __restrict__ p = in + g.kept.in_offset(o);
   const int tid = threadIdx.x;
-  const int threads = blockDim.x;
-  const auto slot = [](int k) { return k + (k / kCanonLeaf) * (kLeafSlots - kCanonLeaf); };
-  TileWalker w(map, tid);
-  for (int i0 = tid; i0 < K; i0 += kTileBatch * threads) {
-    in_t x[kTileBatch];
-    int at[kTileBatch];
-#pragma unroll
-    for (int b = 0; b < kTileBatch; ++b) {
-      at[b] = -1;
-      if (i0 + b * threads < K) {
-        x[b] = p[w.offset(map)];
-        at[b] = slot(w.position(map));
-        w.advance(map);
-      }
-    }
-#pragma unroll
-    for (int b = 0; b < kTileBatch; ++b)
-      if (at[b] >= 0) tile[at[b]] = x[b];
-  }
+  if (tile_map_two_dims(map))
+    stage_tile<2, kLeafSlots>(p, tile, map, K);
+  else
+    stage_tile<kTileDims, kLeafSlots>(p, tile, map, K);
   __syncthreads();
   acc_t a = Op::identity();
   if (tid < T) {
