@@ -6,7 +6,10 @@ kCopySmallTileElems), beside torch.mean, on H x W maps
 stored transposed (over (2, 3) and (0, 2, 3)) and channels-last images of 64 and 256 channels over
 (1, 2, 3), float32 and bfloat16.
 
-    python bench/transposed_blocks.py --out DIR [--max-mb 8] [--min-mb 8]
+    python bench/transposed_blocks.py --out DIR [--max-mb 8] [--min-mb 8] [--quick]
+
+--quick: the eleven shapes of docs/perf-log.md's staging tables (2026-12-07) instead of the grid
+of map sizes, about 40 s on one GPU.
 
 Prints a line per shape (µs, do_bench medians with L2 flushed) and writes DIR/transposed.json.
 """
@@ -44,6 +47,22 @@ def cases(max_mb: float, min_mb: float = 0.0):
                     yield "nhwc", dtype, (nc // 256, 256, hw, hw), (1, 2, 3)
 
 
+# (view, dtype, shape, dims): the perf log's staging tables.
+QUICK = [
+    ("t", torch.float32, (16, 128, 56, 56), (2, 3)),
+    ("t", torch.bfloat16, (16, 128, 56, 56), (2, 3)),
+    ("t", torch.float32, (4, 64, 112, 112), (2, 3)),
+    ("t", torch.float32, (64, 64, 14, 14), (2, 3)),
+    ("t", torch.float32, (256, 64, 7, 7), (2, 3)),
+    ("t", torch.bfloat16, (8, 128, 28, 28), (0, 2, 3)),
+    ("t", torch.float32, (2, 128, 56, 56), (2, 3)),
+    ("t", torch.float32, (32, 128, 28, 28), (0, 2, 3)),
+    ("nhwc", torch.float32, (16, 64, 56, 56), (1, 2, 3)),
+    ("nhwc", torch.bfloat16, (64, 256, 14, 14), (1, 2, 3)),
+    ("nhwc", torch.float32, (256, 64, 7, 7), (1, 2, 3)),
+]
+
+
 def us(fn) -> float:
     return tt.do_bench(fn, warmup=25, rep=100, return_mode="median") * 1e3
 
@@ -53,9 +72,11 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--max-mb", type=float, default=400.0, help="largest input, MiB")
     ap.add_argument("--min-mb", type=float, default=0.0, help="inputs over this size only, MiB")
+    ap.add_argument("--quick", action="store_true", help="the perf log's eleven shapes only")
     args = ap.parse_args()
     rows = []
-    for view, dtype, shape, dims in cases(args.max_mb, args.min_mb):
+    todo = QUICK if args.quick else cases(args.max_mb, args.min_mb)
+    for view, dtype, shape, dims in todo:
         x = make_input(
             Case(
                 "transposed",

@@ -6,7 +6,7 @@
 # (scripts/sanitize.sh), EXACT=1 the exact-sum prototype
 # (bench/exact/proto.py: bits against the host's exact sum, speed against plain and canonical),
 # TRANSPOSED=1 the transposed-block route's bench over TRANSPOSED_MIN_MB up to TRANSPOSED_MB MiB
-# (bench/transposed_blocks.py),
+# (bench/transposed_blocks.py; TRANSPOSED=quick: the perf log's eleven staging shapes),
 # PROGRESSION=1 the seed's kernel progression (bench/progression/run.py), SWEEP=K/N the K-th
 # of N shards of the workload sweep (bench/sweep.py; join them with its --merge), SWEEP_PROFILE=
 # a merged sweep.json the kernels behind its worst shapes (--profile), AB_BASE=<folder of
@@ -157,6 +157,9 @@ if [ "${TRANSPOSED:-0}" = 1 ]; then
     --min-mb "${TRANSPOSED_MIN_MB:-0}" \
     > "$OUT/transposed.log" 2>&1
   tail -4 "$OUT/transposed.log"
+elif [ "${TRANSPOSED:-0}" = quick ]; then
+  python3 bench/transposed_blocks.py --out "$OUT/transposed" --quick > "$OUT/transposed.log" 2>&1
+  tail -12 "$OUT/transposed.log"
 fi
 if [ "${PROGRESSION:-0}" = 1 ]; then
   python3 bench/progression/run.py --out "$OUT/progression" > "$OUT/progression.log" 2>&1
