@@ -141,9 +141,9 @@ inline IndexMap tile_memory_order(const IndexMap& r) {
 
 // canon_tile_kernel's staging walk: a reduced block's dims in memory order (tile_memory_order),
 // the dims of size 1 dropped and the rest right-aligned in kTileDims dims (the leading ones of
-// size 1), with 32-bit offsets and positions (tile_map_fits). Its Walker (TileWalker) advances by
-// `step` with adds and compares over a fixed four dims: about a fifth of Walker's instructions
-// per element, which bound the kernel on small blocks.
+// size 1), with 32-bit offsets and positions (tile_map_fits). Its Walker (TileWalkerOf) advances
+// by `step` with adds and compares over four dims, or two where the block has two: a fifth of
+// Walker's instructions an element or less, which bound the kernel.
 constexpr int kTileDims = 4;
 struct TileMap {
   int32_t sizes[kTileDims];
@@ -233,7 +233,6 @@ struct TileWalkerOf {
     }
   }
 };
-using TileWalker = TileWalkerOf<kTileDims>;
 
 // Whether a TileMap's dims longer than 1 are at most its last two (TileWalkerOf<2> walks it).
 TR_HD bool tile_map_two_dims(const TileMap& m) {

@@ -1,4 +1,4 @@
-"""canon_tile_kernel's staging indices (geometry.h: tile_map, TileWalker), on the host.
+"""canon_tile_kernel's staging indices (geometry.h: tile_map, TileWalkerOf), on the host.
 
 tests/tile_indices.cpp is compiled with g++ (a second or two) and loaded with ctypes. For a
 reduced block of drawn dims, stored in a drawn memory order with drawn gaps, the kernel's threads

@@ -79,9 +79,10 @@ constexpr bool canon_stage_fits(int vec) {
 // aligned and contiguous folds both side by side: two chains of dependent additions per thread
 // instead of one (+7%). Float32 measured 33% slower with two leaves side by side: each
 // phase then reads a quarter of every 256-byte leaf pair region.
+constexpr int canon_per_of(int elem_size) { return elem_size <= 2 ? 2 : 1; }  // (host: tile_stage)
 template <class in_t>
 constexpr int canon_per() {
-  return sizeof(in_t) <= 2 ? 2 : 1;
+  return canon_per_of(sizeof(in_t));
 }
 
 // A forced configuration for tests (treduce._force_launch, see call.cuh): 0 means automatic.
@@ -146,8 +147,7 @@ inline bool tile_stage(const Geometry& g, int elem_size, const CanonOverride& ov
        (other || !reduced_block_transposed(g.red) || g.reduce_len < tuning::kTileMinElems)) ||
       g.num_outputs > INT32_MAX || !tile_map_fits(g.red))
     return false;
-  const int per = elem_size <= 2 ? 2 : 1;
-  return g.reduce_len <= int64_t(kCanonThreads) * kCanonLeaf * per &&
+  return g.reduce_len <= int64_t(kCanonThreads) * kCanonLeaf * canon_per_of(elem_size) &&
          tile_stage_bytes(g.reduce_len, elem_size) <= kTileStageMaxBytes;
 }
 

@@ -8,7 +8,6 @@
 // memory, and folds the leaves from there: the same leaves and tree as canon_small_kernel, so the
 // same bits.
 #pragma once
-#include <algorithm>
 #include <atomic>
 
 #include "canon_small.cuh"
