@@ -114,6 +114,39 @@ struct Walker {
   }
 };
 
+// A walk r, r + step, r + 2 step, ... through a map of exactly two dims (runs of the inner dim,
+// e.g. rows_kernel's runs of vectors: (N, H*W) of NCHW statistics, the 128 x 128 blocks of fp8
+// scaling), kept as the inner index and the offset: per step two adds, a compare and a
+// correction where the inner index wraps, where Walker sums every digit's product again.
+// Walker's rule: the outer index is not reduced, so a walk may step past the end.
+struct TwoDimWalker {
+  int64_t inner, off;   // the inner index and the offset of the current position
+  int64_t size;         // the inner dim's size
+  int64_t step_inner;   // the step's inner digit (below `size`)
+  int64_t delta, wrap;  // the offset's change per step, and its correction on a wrap
+
+  TR_HD TwoDimWalker(const IndexMap& m, int64_t r, const StepDigits& s) {
+    size = m.sizes[1];
+    const int64_t q = r / size;
+    inner = r - q * size;
+    off = q * m.in_strides[0] + inner * m.in_strides[1];
+    step_inner = s.d[1];
+    delta = s.d[0] * m.in_strides[0] + s.d[1] * m.in_strides[1];
+    wrap = m.in_strides[0] - size * m.in_strides[1];
+  }
+  // The current offset; then one step on.
+  TR_HD int64_t next() {
+    const int64_t o = off;
+    off += delta;
+    inner += step_inner;
+    if (inner >= size) {  // the inner digit is below the size: one wrap at most
+      inner -= size;
+      off += wrap;
+    }
+    return o;
+  }
+};
+
 // A map's dims in memory order (strides decreasing, the logical order among equal ones):
 // in_strides the input's, out_strides each dim's stride in the logical linear index of `r`.
 // Walking it from 0 reads the elements in memory order and names their logical positions
@@ -167,6 +200,15 @@ inline bool tile_map_fits(const IndexMap& r) {
   return n <= kTileDims;
 }
 
+// A TileMap's walk step, `step` as mixed-radix digits over its sizes (step_digits' rule).
+inline void tile_map_step(TileMap& t, int32_t step) {
+  for (int d = kTileDims - 1; d > 0; --d) {
+    t.step[d] = step % t.sizes[d];
+    step /= t.sizes[d];
+  }
+  t.step[0] = step;
+}
+
 // r's dims in memory order as a TileMap walked `step` elements at a time (tile_map_fits(r)).
 // Host code.
 inline TileMap tile_map(const IndexMap& r, int32_t step) {
@@ -183,12 +225,32 @@ inline TileMap tile_map(const IndexMap& r, int32_t step) {
     t.out_strides[j] = static_cast<int32_t>(m.out_strides[d]);
     --j;
   }
-  for (int d = kTileDims - 1; d > 0; --d) {
-    t.step[d] = step % t.sizes[d];
-    step /= t.sizes[d];
-  }
-  t.step[0] = step;
+  tile_map_step(t, step);
   return t;
+}
+
+// Whether a TileMap's elements lie in runs of whole V-element vectors, each run starting a whole
+// number of vectors from the block's base: its innermost memory dim (the last) of stride 1 and a
+// size that V divides, and every other stride a multiple of V (the H x W maps stored
+// transposed: runs of H; channels-last images over (C, H, W): runs of C). Host code.
+inline bool tile_map_runs(const TileMap& m, int V) {
+  constexpr int last = kTileDims - 1;
+  if (m.in_strides[last] != 1 || m.sizes[last] % V != 0) return false;
+  for (int d = 0; d < last; ++d)
+    if (m.sizes[d] > 1 && m.in_strides[d] % V != 0) return false;
+  return true;
+}
+
+// The map of those vectors (tile_map_runs): the innermost dim counted in vectors, walked `step`
+// vectors at a time. The vector at logical position k holds the elements at k, k + s, ...,
+// k + (V - 1) s, where s is m's innermost out-stride. Host code.
+inline TileMap tile_vector_map(TileMap m, int V, int32_t step) {
+  constexpr int last = kTileDims - 1;
+  m.sizes[last] /= V;
+  m.in_strides[last] = V;
+  m.out_strides[last] *= V;
+  tile_map_step(m, step);
+  return m;
 }
 
 // A position in a TileMap, as indices over its last kD dims (the map's leading kTileDims - kD

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 import torch
 from conftest import assert_same_bits, assert_sum_close, make_input, reference_sum
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytestmark = pytest.mark.cuda
 
@@ -209,6 +211,36 @@ def test_column_extremes_16bit_nan_inf(shape, dim, dtype):
         want = getattr(torch, name)(x, dim)
         assert_same_bits(ours, want, f"{name} {shape} {dim} {dtype}")
         assert torch.isnan(ours).any() and torch.isinf(ours).any()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    outer=st.integers(1, 40),
+    kept=st.integers(1, 24),
+    inner_vecs=st.integers(1, 40),
+    blocks=st.booleans(),
+    dtype=st.sampled_from([torch.float32, torch.bfloat16, torch.float16, torch.int32]),
+    op=st.sampled_from(["amax", "amin", "sum"]),
+)
+def test_runs_of_vectors_property(outer, kept, inner_vecs, blocks, dtype, op):
+    """Reduced elements in runs of whole aligned 16-byte vectors (rows_kernel's runs of vectors,
+    walked by TwoDimWalker where they are two dims): NCHW statistics (outer, kept, run) over
+    (0, 2), and the fp8 block view (outer, run, kept, run) over (1, 3). amax/amin and integer
+    sums are exact: the bits must be torch's."""
+    run = inner_vecs * 16 // dtype.itemsize  # whole vectors
+    if blocks:
+        shape, dim = (outer, run, kept, run), [1, 3]
+    else:
+        shape, dim = (outer, kept, run), [0, 2]
+    if dtype == torch.int32:
+        x = torch.randint(-1000, 1000, shape, dtype=dtype, device="cuda")
+    else:
+        x = torch.randn(shape, device="cuda").to(dtype)
+    if op == "sum" and dtype != torch.int32:
+        op = "amax"  # floating sums take the canonical kernels, not these
+    ours = getattr(torch.ops.treduce, op)(x, dim)
+    want = getattr(torch, op)(x, dim)
+    assert_same_bits(ours, want, f"{op} {shape} {dim} {dtype}")
 
 
 @pytest.mark.parametrize(

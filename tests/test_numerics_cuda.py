@@ -472,9 +472,9 @@ def is_latency_kernel(name):
 # splits in a cluster: (64, 4096, 8) over dim 1, 8 output lanes x 2 splits) and some that do not
 # (more blocks than SMs; 16 splits of 4 output lanes; many splits; no splits, though at most a
 # block per SM; at most 256 aligned leaves, which canon_small_kernel takes: the forced lat=1
-# runs below take the latency kernel there). Rows of float32 and 16-bit inputs that
-# cluster_rows_default takes, (8, 131072) and (3, 70000), run in chunks merged in clusters
-# instead (float64 keeps the latency kernel).
+# runs below take the latency kernel there). Rows and full sums of float32 and 16-bit inputs
+# that cluster_rows_default takes, (8, 131072), (3, 70000), (16384 + 17,) and (65536,), run in
+# chunks merged in clusters instead (float64 keeps the latency kernel).
 LATENCY_CASES = [
     ((17,), None, False),
     ((1000,), None, False),
@@ -640,11 +640,12 @@ def chunk_per_default(dtype, m, k, aligned=True):
 
 def chunk_threads_default(dtype, m, k, per, sms, cluster=None):
     """launch.cuh's chunk_threads: threads per block of the chunks (each thread `per` leaves of
-    64): 256 for cluster_rows; else float32 128 where such chunks number at most 2048, else
-    256; then halved down to 64 while half-size chunks would be at least 16 KB and number at
-    most two per SM."""
+    64): for cluster_rows 256, but 128 for a full sum whose chunks of 128 number at most 8
+    (cluster_rows_threads); else float32 128 where such chunks number at most 2048, else 256;
+    then halved down to 64 while half-size chunks would be at least 16 KB and number at most
+    two per SM."""
     if cluster_rows_default(dtype, m, k, sms, cluster):
-        return 256
+        return 128 if m == 1 and -(-k // (128 * 64)) <= 8 else 256
 
     def chunks(t):
         return m * -(-k // (t * 64 * per))
@@ -684,14 +685,13 @@ def chunk_cluster_default(dtype, chunks, per, loop, forced=None):
 
 
 def cluster_rows_default(dtype, m, k, sms, cluster=None):
-    """launch.cuh's cluster_rows: m >= 2 aligned outputs whose chunks of 256 one-leaf threads
-    chunk_cluster merges (float32 or 16-bit, 2 to 8 each), at most one block per SM in all,
-    that chunks_auto does not chunk, run in such chunks merged in clusters (unless `cluster`
-    is forced off)."""
+    """launch.cuh's cluster_rows: aligned outputs (full sums too) whose chunks of 256 one-leaf
+    threads chunk_cluster merges (float32 or 16-bit, 2 to 8 each), at most one block per SM in
+    all, that chunks_auto does not chunk, run in such chunks merged in clusters (unless
+    `cluster` is forced off)."""
     chunks = -(-k // 16384)
     return (
-        m >= 2
-        and m * chunks <= sms
+        m * chunks <= sms
         and chunk_cluster_default(dtype, chunks, 1, 1, cluster)
         and not chunks_default(dtype, m, k, sms)
     )
@@ -893,6 +893,11 @@ def test_cuda_last_partial_leaf_every_length(leaves, dtype, force_launch):
         (torch.float32, (8, 131072), True),
         (torch.float32, (3, 70000), True),
         (torch.float16, (9, 100000), True),
+        (torch.float32, (58550,), True),
+        (torch.bfloat16, (46601,), True),
+        (torch.float32, (65536 + 64,), True),
+        (torch.bfloat16, (131072,), True),
+        (torch.float32, (131072 + 64,), False),
     ],
     ids=str,
 )
@@ -915,7 +920,10 @@ def test_cuda_large_sums_in_chunks(dtype, shape, chunked, force_launch):
     65436), the last of the 8 partial; (48, 40952), 5; (512, 131072 + 64), 9 at 256 threads,
     not; bfloat16 (48, 131072), 8; and the rows that chunks_auto leaves but cluster_rows takes,
     in chunks of 256 threads: float32 (8, 131072), (3, 70000), bfloat16 (8, 131072), float16
-    (9, 100000), whose last leaf is partial), with the CPU's bits either way, call after call
+    (9, 100000), whose last leaf is partial; and full sums of 2 to 8 such chunks, in chunks of
+    128 threads where those are at most 8: float32 58550, bfloat16 46601, and of 256 threads
+    above: float32 65600, bfloat16 131072; float32 131136, 9 chunks of 256, keeps the latency
+    kernel), with the CPU's bits either way, call after call
     (the counters are left at zero), and with the leaves per thread (small=1,per=1 and per=2),
     the threads per block (threads=64, 128, 256), the chunks per block (loop=2, 3, 64) or the
     cluster (cluster=0, 1) forced."""

@@ -29,6 +29,14 @@ def lib(tmp_path_factory):
         ctypes.POINTER(ctypes.c_int64),
         ctypes.c_int,
     ]
+    so.tile_run_errors.restype = ctypes.c_int64
+    so.tile_run_errors.argtypes = [
+        ctypes.c_int,
+        ctypes.POINTER(ctypes.c_int64),
+        ctypes.POINTER(ctypes.c_int64),
+        ctypes.c_int,
+        ctypes.c_int,
+    ]
     so.tile_fits.restype = ctypes.c_int
     so.tile_fits.argtypes = [
         ctypes.c_int,
@@ -42,6 +50,13 @@ def staging_errors(lib, sizes, strides, threads):
     n = len(sizes)
     return lib.tile_staging_errors(
         n, (ctypes.c_int64 * n)(*sizes), (ctypes.c_int64 * n)(*strides), threads
+    )
+
+
+def run_errors(lib, sizes, strides, threads, vec):
+    n = len(sizes)
+    return lib.tile_run_errors(
+        n, (ctypes.c_int64 * n)(*sizes), (ctypes.c_int64 * n)(*strides), threads, vec
     )
 
 
@@ -106,3 +121,44 @@ def test_tile_map_fits(lib, sizes, strides, fits):
     n = len(sizes)
     got = lib.tile_fits(n, (ctypes.c_int64 * n)(*sizes), (ctypes.c_int64 * n)(*strides))
     assert got == int(fits)
+
+
+@pytest.mark.parametrize(
+    "sizes,strides,vec,runs",
+    [
+        ((56, 56), (1, 56), 4, True),  # an H x W map stored transposed: runs of H, float32
+        ((56, 56), (1, 56), 8, True),  # 16-bit vectors of 8
+        ((112, 112), (1, 112), 8, True),
+        ((28, 28), (1, 28), 8, False),  # runs of 28: not whole 16-bit vectors
+        ((16, 14, 14), (50176, 1, 14), 4, False),  # runs of 14
+        ((64, 14, 14), (1, 896, 64), 4, True),  # channels-last (C, H, W): runs of C
+        ((64, 14, 14), (1, 900, 64), 4, True),  # rows of H padded by a whole vector
+        ((64, 14, 14), (1, 898, 64), 4, False),  # ... by half a vector
+        ((2, 4, 8, 6), (48, 8, 1, 384), 4, True),  # four dims, none merged
+        ((3, 5), (1, 0), 2, False),  # an expanded dim
+    ],
+)
+@pytest.mark.parametrize("threads", [32, 128, 256])
+def test_tile_runs_stage_every_element_once(lib, sizes, strides, vec, runs, threads):
+    """stage_tile_runs' walk (geometry.h: tile_map_runs, tile_vector_map): a block in runs of
+    whole vectors is staged a vector at a time, each element once at its logical position;
+    other blocks are left to the element walk."""
+    assert run_errors(lib, sizes, strides, threads, vec) == (0 if runs else -2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_tile_runs_property(lib, data):
+    """Property-based: any dims, memory order and gaps, vectors of 2, 4 or 8 elements: where the
+    block is in runs of whole vectors, every element is staged once from its own offset."""
+    nd = data.draw(st.integers(1, 5))
+    vec = data.draw(st.sampled_from([2, 4, 8]))
+    sizes = [data.draw(st.integers(1, 9)) * data.draw(st.sampled_from([1, vec])) for _ in range(nd)]
+    order = data.draw(st.permutations(range(nd)))
+    gaps = [data.draw(st.sampled_from([0, 0, 1, vec])) for _ in range(nd)]
+    threads = data.draw(st.sampled_from([32, 64, 128, 256, 7]))
+    strides = strides_of(sizes, list(order), gaps, 1)
+    errors = run_errors(lib, sizes, strides, threads, vec)
+    assert errors in (0, -1, -2), (sizes, strides, threads, vec)
+    if errors == -1:
+        assert sum(s > 1 for s in sizes) > 4

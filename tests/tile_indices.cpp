@@ -74,3 +74,62 @@ extern "C" int tile_fits(int nd, const int64_t* sizes, const int64_t* strides) {
   }
   return tile_map_fits(r) ? 1 : 0;
 }
+
+// The errors of the vector walk of `vmap` (tile_vector_map) by `threads` threads with
+// TileWalkerOf<kD>, as stage_tile_runs walks it: every logical position of the block staged once,
+// from input offset r.in_offset(position), each vector from an offset that is a whole number of
+// vectors and element e of it at the vector's position plus e * spread.
+template <int kD>
+int64_t run_walk_errors(const IndexMap& r, const TileMap& vmap, int64_t K, int V, int spread,
+                        int threads) {
+  std::vector<int> seen(K, 0);
+  std::vector<int64_t> from(K, -1);
+  int64_t errors = 0;
+  const int64_t nvec = K / V;
+  for (int tid = 0; tid < threads; ++tid) {
+    TileWalkerOf<kD> w(vmap, tid);
+    for (int64_t i = tid; i < nvec; i += threads) {
+      const int64_t off = w.offset(vmap);
+      const int64_t k0 = w.position(vmap);
+      if (off % V != 0) ++errors;
+      for (int e = 0; e < V; ++e) {
+        const int64_t k = k0 + int64_t(e) * spread;
+        if (k < 0 || k >= K) {
+          ++errors;
+          continue;
+        }
+        ++seen[k];
+        from[k] = off + e;
+      }
+      w.advance(vmap);
+    }
+  }
+  for (int64_t k = 0; k < K; ++k)
+    if (seen[k] != 1 || from[k] != r.in_offset(k)) ++errors;
+  return errors;
+}
+
+// stage_tile_runs' walk of the block of `nd` dims of `sizes` and `strides` in vectors of V
+// elements by `threads` threads: its errors (run_walk_errors, over four dims and, where the map
+// has at most two longer than 1, over two), or -1 where the block does not fit a TileMap and -2
+// where it does not lie in runs of whole vectors (tile_map_runs: the kernel stages it element by
+// element).
+extern "C" int64_t tile_run_errors(int nd, const int64_t* sizes, const int64_t* strides,
+                                   int threads, int V) {
+  IndexMap r;
+  r.ndim = nd;
+  int64_t K = 1;
+  for (int d = 0; d < nd; ++d) {
+    r.sizes[d] = sizes[d];
+    r.in_strides[d] = strides[d];
+    K *= sizes[d];
+  }
+  if (!tile_map_fits(r)) return -1;
+  const TileMap elems = tile_map(r, threads);
+  if (!tile_map_runs(elems, V)) return -2;
+  const TileMap vmap = tile_vector_map(elems, V, threads);
+  const int spread = elems.out_strides[kTileDims - 1];
+  int64_t errors = run_walk_errors<kTileDims>(r, vmap, K, V, spread, threads);
+  if (tile_map_two_dims(vmap)) errors += run_walk_errors<2>(r, vmap, K, V, spread, threads);
+  return errors;
+}

@@ -247,20 +247,28 @@ bool chunk_cluster(int64_t chunks, bool aligned, int per, int loop, bool cluster
 }
 
 // Rows that chunks_auto leaves to the latency kernel but that run in chunks of kCanonThreads
-// one-leaf threads, each row's chunks the blocks of one cluster: at least two outputs whose
-// chunks chunk_cluster merges (aligned float32 or 16-bit, 2 to kChunkCluster each; at most one
-// block per SM in all, so chunk_per gives them one leaf per thread and chunk_loop one chunk per
-// block) (µs eager / in a CUDA graph: float32 (8, 131072) 8.9 / 4.6 through
-// the latency kernel's clusters of 16 blocks of 128 threads, 8.2 / 3.7 in clusters of 8 blocks
-// of 256; plain 9.4 / 4.4). cluster=0 turns it off.
+// one-leaf threads, each row's chunks the blocks of one cluster: outputs whose chunks
+// chunk_cluster merges (aligned float32 or 16-bit, 2 to kChunkCluster each; at most one block
+// per SM in all, so chunk_per gives them one leaf per thread and chunk_loop one chunk per
+// block) (µs eager / in a CUDA graph: float32 (8, 131072) 8.9 / 4.6 through the latency
+// kernel's clusters of 16 blocks of 128 threads, 8.2 / 3.7 in clusters of 8 blocks of 256;
+// plain 9.4 / 4.4), and full sums (M = 1) too (cluster_rows_threads). cluster=0 turns it off.
 template <class in_t>
 bool cluster_rows(int64_t M, int64_t K, bool aligned, int sm_count, bool clusters,
                   const CanonOverride& ov) {
   const int64_t chunks = ceil_div(K, int64_t(kCanonThreads) * kCanonLeaf);
-  return M >= 2 && M * chunks <= sm_count &&
-         chunk_cluster<in_t>(chunks, aligned, 1, 1, clusters, ov) &&
+  return M * chunks <= sm_count && chunk_cluster<in_t>(chunks, aligned, 1, 1, clusters, ov) &&
          !chunks_auto<in_t>(M, ceil_div(K, int64_t(kCanonThreads) * kCanonLeaf * canon_per<in_t>()),
                             sm_count);
+}
+
+// Threads per chunk of cluster_rows' outputs: kCanonThreads, but for a full sum
+// tuning::kClusterSumThreads where its chunks of that many one-leaf threads are still at most
+// kChunkCluster (one cluster of more, smaller blocks).
+template <class in_t>
+int cluster_rows_threads(int64_t M, int64_t K) {
+  constexpr int t = tuning::kClusterSumThreads;
+  return M == 1 && ceil_div(K, int64_t(t) * kCanonLeaf) <= kChunkCluster ? t : kCanonThreads;
 }
 
 }  // namespace treduce

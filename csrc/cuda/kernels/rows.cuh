@@ -7,7 +7,8 @@
 // each thread reads 16-byte vectors, kUnroll of them in flight: either the reduced elements are
 // one contiguous run (a row's unaligned head and its tail, fewer than one vector each, are read
 // as scalars), or they are several runs of whole aligned vectors (cfg.vred: the reduced dims with
-// the innermost counted in vectors, e.g. (N, H*W) of NCHW statistics), walked with a Walker.
+// the innermost counted in vectors, e.g. (N, H*W) of NCHW statistics), walked with a TwoDimWalker
+// where they are two dims, else a Walker.
 // Otherwise each thread walks the reduced dims element by element with a Walker, G elements a
 // step, adds and compares only (the general strided fallback). When there are too few rows to
 // fill the GPU, each row is also split along K over gridDim.y blocks, which combine through
@@ -44,6 +45,26 @@ struct RowsConfig {
   IndexMap vred;      // runs of vectors: the reduced dims, innermost in vectors (ndim 1 otherwise)
 };
 
+// walk_offsets for runs of vectors (vred, at least two dims): two dims, the usual case, with a
+// TwoDimWalker, whose step costs a few instructions where Walker's costs tens. The fp8 block view
+// (99, 128, 50, 128) float32 amax over (1, 3) read at 59% of DRAM's peak through Walker, the
+// same bytes as contiguous rows at 85% (H100, ncu).
+template <class Body>
+__device__ __forceinline__ void walk_runs(const IndexMap& m, int64_t r, const StepDigits& digits,
+                                          Body&& body) {
+  if (m.ndim == 2) {
+    TwoDimWalker w(m, r, digits);
+    body([&] { return w.next(); });
+  } else {
+    Walker w(m, r);
+    body([&] {
+      const int64_t o = w.offset(m);
+      w.advance(m, digits);
+      return o;
+    });
+  }
+}
+
 // This thread's share of split `split` of one output: lanes stride by G through the split.
 template <class Op, class in_t, bool kContig>
 __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restrict__ row, int64_t K,
@@ -59,7 +80,7 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
       const int64_t nvec = K / V;
       const int64_t v0 = split * per_split;
       const int64_t v1 = v0 + per_split < nvec ? v0 + per_split : nvec;
-      walk_offsets(vred, v0 + lane, G, step, [&](auto&& next) {
+      walk_runs(vred, v0 + lane, step, [&](auto&& next) {
         int64_t v = v0 + lane;
         for (; v + (kUnroll - 1) * G < v1; v += kUnroll * G) {
           VecT x[kUnroll];

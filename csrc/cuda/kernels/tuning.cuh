@@ -40,6 +40,15 @@ constexpr int64_t kChunksFullSum = 32;
 // (8, 131072) in 64 chunks 8.4 -> 8.9.
 constexpr int64_t kChunksRows = 128;
 
+// cluster_rows_threads: full sums past one block's leaves in one cluster of chunks of this many
+// one-leaf threads where those number at most kChunkCluster (K <= 65536), else of kCanonThreads
+// (K <= 131072); longer ones keep the latency kernel. H100, µs eager / in a CUDA graph, the
+// latency kernel against 128-thread chunks: float32 28586 8.77 / 4.55 -> 8.35 / 3.48, 58550
+// 9.02 / 4.80 -> 7.74 / 3.52, 65536 8.16 / 3.66 -> 7.39 / 3.18; bfloat16 46601 8.10 / 3.97 ->
+// 7.20 / 2.97, 65536 7.55 / 3.43 -> 6.59 / 2.80; 131072 in 256-thread chunks, float32 7.68 /
+// 3.99 -> 7.68 / 3.57, bfloat16 7.04 / 3.67 -> 6.82 / 3.17.
+constexpr int kClusterSumThreads = 128;
+
 // chunk_per: aligned 16-bit chunks of one leaf per thread where there are at most this many in
 // all: float16 2^24 21.6 -> 18.4 µs, bfloat16 rows (32, 2^20) 31.4 -> 27.7.
 constexpr int64_t kChunkOneLeafMost = 8192;
