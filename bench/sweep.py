@@ -269,6 +269,43 @@ def precompile(argv: list[str], workers: int) -> float:
     return time.monotonic() - start
 
 
+# Calls per host-time loop (host_us): few enough that the launch queue never fills.
+HOST_CALLS = 50
+
+
+def host_us(fn, x) -> float:
+    """The host's time per call of fn(x), in µs: HOST_CALLS calls back to back after a warm-up,
+    one synchronisation before and after (the GPU's work overlaps the loop). do_bench's L2 flush
+    (a 256 MB write) hides a call's host time only while that is shorter than the flush; past it,
+    do_bench's time holds host time too (host_bound)."""
+    for _ in range(3):
+        fn(x)
+    if x.is_cuda:
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(HOST_CALLS):
+        fn(x)
+    elapsed = time.perf_counter() - start
+    if x.is_cuda:
+        torch.cuda.synchronize()
+    return elapsed / HOST_CALLS * 1e6
+
+
+def flush_ms() -> float:
+    """The GPU time of do_bench's L2 flush (zeroing 256 MB, as triton.testing.do_bench does)."""
+    from triton.testing import do_bench
+
+    cache = torch.empty(int(256e6 // 4), dtype=torch.int, device="cuda")
+    return do_bench(cache.zero_, return_mode="median")
+
+
+def host_bound(r: dict, impl: str) -> bool:
+    """Whether impl's time in row r may hold host time: its host time per call (host_us) past the
+    run's flush time. False where the run did not measure them."""
+    host, flush = r.get(f"{impl}_host_us"), r.get("flush_ms")
+    return host is not None and flush is not None and host > flush * 1e3
+
+
 def measure(cases: list[Case], save=lambda rows: None) -> list[dict]:
     """Times each shape; `save(rows)` after each one, so that a call cut short by the GPU
     machine's time limit still brings back the shapes it finished."""
@@ -288,6 +325,7 @@ def measure(cases: list[Case], save=lambda rows: None) -> list[dict]:
     from bench import ceiling_fn
 
     rows = []
+    flush = flush_ms()
     for c in tqdm(cases, desc="sweep", file=sys.stderr):
         torch.manual_seed(0)
         x = make_input(c)
@@ -298,10 +336,9 @@ def measure(cases: list[Case], save=lambda rows: None) -> list[dict]:
         compiled = torch.compile(peer, dynamic=False)
         compiled(x)
         cached = counters["inductor"]["fxgraph_cache_hit"] > hits  # --precompile's work
-        t = {
-            name: do_bench(lambda f=f: f(x), return_mode="median")
-            for name, f in (("treduce", ours), ("torch", peer), ("inductor", compiled))
-        }
+        impls = (("treduce", ours), ("torch", peer), ("inductor", compiled))
+        t = {name: do_bench(lambda f=f: f(x), return_mode="median") for name, f in impls}
+        host = {f"{name}_host_us": host_us(f, x) for name, f in impls}
         stream = ceiling_fn(x)
         t["ceiling"] = None if stream is None else do_bench(stream, return_mode="median")
         rows.append(
@@ -312,6 +349,8 @@ def measure(cases: list[Case], save=lambda rows: None) -> list[dict]:
                 "correct": ok,
                 "inductor_cache_hit": cached,
                 **{f"{k}_ms": v for k, v in t.items()},
+                **host,
+                "flush_ms": flush,
             }
         )
         save(rows)
@@ -504,6 +543,15 @@ def summary(rows: list[dict], small: list[dict]) -> str:
         f"(goal ≥ {SWEEP_GOAL_VS_TORCH})",
         f"- shapes below {SHAPE_FLOOR}× the best peer (beyond ±{PARITY:.0%} parity): {len(below)}",
     ]
+    if any("flush_ms" in r for r in rows):
+        bound_by = {
+            i: sum(host_bound(r, i) for r in rows) for i in ("treduce", "torch", "inductor")
+        }
+        out.append(
+            "- shapes whose time may hold host time (host time per call past the L2 flush's "
+            f"{rows[0]['flush_ms'] * 1e3:.0f} µs; marked (host: ...) below): "
+            + ", ".join(f"{i} {n}" for i, n in bound_by.items())
+        )
     why = misses(rows)
     if why:
         out += why.split("\n")
@@ -521,8 +569,10 @@ def summary(rows: list[dict], small: list[dict]) -> str:
             peer_ms = min(r["torch_ms"], r["inductor_ms"])
             stream = r.get("ceiling_ms")
             pct = f"{stream / r['treduce_ms']:.0%} / {stream / peer_ms:.0%}" if stream else "—"
+            slow = [i for i in ("torch", "inductor") if host_bound(r, i)]
+            mark = f" (host: {', '.join(slow)})" if slow else ""
             out.append(
-                f"| {r['case']} | {r['vs_best']:.2f} | {r['best_peer']} | "
+                f"| {r['case']} | {r['vs_best']:.2f} | {r['best_peer']}{mark} | "
                 f"{r['treduce_ms'] * 1e3:.1f} | {peer_ms * 1e3:.1f} | "
                 f"{f'{stream * 1e3:.1f}' if stream else '—'} | {pct} |"
             )

@@ -129,6 +129,42 @@ def test_the_summary_renders_the_targets():
     assert "| sum float32 (999,) d(all) | 0.60 | torch | 10.0 | 6.0 | 4.0 | 40% / 67% |" in text
 
 
+def test_host_time_per_call_and_host_bound_peers():
+    """host_us times a call's host side (a CPU call here: its whole time); the summary counts
+    and marks the shapes whose peer's host time per call passes the run's L2 flush, where
+    do_bench's time holds host time (an Inductor wrapper slower than the 256 MB flush)."""
+    x = torch.randn(1 << 16)
+    slow = sweep.host_us(lambda t: [t.sum() for _ in range(20)], x)
+    fast = sweep.host_us(lambda t: t, x)
+    assert slow > fast > 0
+    rows = [
+        {
+            "cls": "loss",
+            "case": f"sum float32 ({n},) d(all)",
+            "correct": True,
+            "treduce_ms": 0.008,
+            "torch_ms": 0.007,
+            "inductor_ms": ind_ms,
+            "treduce_host_us": 7.0,
+            "torch_host_us": 8.0,
+            "inductor_host_us": ind_host,
+            "flush_ms": 0.085,
+        }
+        for n, ind_ms, ind_host in ((1000, 0.040, 120.0), (2000, 0.006, 30.0))
+    ]
+    assert sweep.host_bound(rows[0], "inductor") and not sweep.host_bound(rows[1], "inductor")
+    assert not sweep.host_bound(rows[0], "torch")
+    assert not sweep.host_bound({"inductor_host_us": 1e9}, "inductor")  # no flush measured
+    text = sweep.summary(rows, [])
+    assert "past the L2 flush's 85 µs" in text and "treduce 0, torch 0, inductor 1" in text
+    assert "| sum float32 (1000,) d(all) | 0.88 | torch (host: inductor) |" in text
+    assert "| sum float32 (2000,) d(all) | 0.75 | inductor |" in text
+    # runs without host times (the committed ones before it) render as before
+    for r in rows:
+        del r["flush_ms"]
+    assert "host time" not in sweep.summary(rows, [])
+
+
 def test_the_summary_says_why_a_class_misses():
     def row(cls, view, ours_us, peer_us, stream_us):
         return {
