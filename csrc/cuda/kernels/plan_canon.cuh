@@ -108,7 +108,7 @@ bool route_chunks(const CanonQuery<in_t>& q, CanonLaunch& lc) {
     return false;
   const int per = chunk_per<in_t>(M, K, aligned, ov);
   const int threads = rows_in_clusters && !(ov.small > 0 && ov.threads > 0)
-                          ? cluster_rows_threads<in_t>(M, K)
+                          ? cluster_rows_threads(M, K)
                           : chunk_threads<in_t>(M, K, per, q.sm_count, ov);
   const int64_t len = int64_t(threads) * kCanonLeaf * per;
   const int64_t chunks = ceil_div(K, len);

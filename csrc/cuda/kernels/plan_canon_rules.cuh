@@ -265,8 +265,7 @@ bool cluster_rows(int64_t M, int64_t K, bool aligned, int sm_count, bool cluster
 // Threads per chunk of cluster_rows' outputs: kCanonThreads, but for a full sum
 // tuning::kClusterSumThreads where its chunks of that many one-leaf threads are still at most
 // kChunkCluster (one cluster of more, smaller blocks).
-template <class in_t>
-int cluster_rows_threads(int64_t M, int64_t K) {
+inline int cluster_rows_threads(int64_t M, int64_t K) {
   constexpr int t = tuning::kClusterSumThreads;
   return M == 1 && ceil_div(K, int64_t(t) * kCanonLeaf) <= kChunkCluster ? t : kCanonThreads;
 }
