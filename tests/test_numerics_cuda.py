@@ -1692,6 +1692,30 @@ def test_cuda_transposed_blocks_staged_copied_or_walked_give_the_cpus_bits(
     force_launch(None)
 
 
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2], ids=str)
+@pytest.mark.parametrize(
+    "shape,order,dims",
+    [
+        ((4, 16, 112, 112), (0, 1, 3, 2), (2, 3)),  # runs of 112: whole 16-element vectors
+        ((4, 16, 56, 56), (0, 1, 3, 2), (2, 3)),  # runs of 56: staged element by element
+        ((8, 64, 14, 14), (0, 2, 3, 1), (1, 2, 3)),  # channels-last, runs of C = 64
+    ],
+    ids=str,
+)
+def test_cuda_transposed_float8_blocks_give_the_cpus_bits(shape, order, dims, dtype, force_launch):
+    """float8 sums and means of transposed blocks: staged a 16-element vector at a time where the
+    block lies in runs of whole vectors (stage_tile_runs), element by element where not, copied
+    or walked: the CPU's bits every way."""
+    x = _transposed(shape, order, dtype, seed=sum(shape))
+    want = [torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)]
+    xc = x.cuda()
+    for spec in TRANSPOSED_SPECS:
+        force_launch(spec)
+        assert_bits_or_nan(torch.ops.treduce.sum(xc, dims), want[0], f"sum {spec}")
+        assert_bits_or_nan(torch.ops.treduce.mean(xc, dims), want[1], f"mean {spec}")
+    force_launch(None)
+
+
 # Inputs over kCopyTransposedMaxBytes (8 MiB), float32: staged where an output's elements fit
 # the stage, else copied only where each transposed tile (the reduced elements from the
 # contiguous reduced dim inward) is small (kCopySmallTileElems), else walked.
