@@ -163,16 +163,6 @@ void launch_tile(dim3 grid, dim3 block, size_t bytes, cudaStream_t stream, Args.
   kKernel<<<grid, block, bytes, stream>>>(args...);
 }
 
-// Whether every output's block starts on a 16-byte boundary: an aligned base and kept strides
-// of whole vectors (stage_tile_runs' loads).
-template <class in_t>
-bool tile_bases_aligned(const Geometry& g, const in_t* in) {
-  if (reinterpret_cast<uintptr_t>(in) % 16 != 0) return false;
-  for (int d = 0; d < g.kept.ndim; ++d)
-    if (g.kept.in_strides[d] % vec_width<in_t>() != 0) return false;
-  return true;
-}
-
 // canon_tile_kernel for the plan's outputs (route_tile took them: lc.grid, lc.block):
 // small_threads lanes at small_leaves_per_thread leaves each; blocks in runs of whole vectors
 // from aligned bases staged a vector at a time.
@@ -185,7 +175,9 @@ void run_tile(const CanonLaunch& lc, const Geometry& g, const in_t* in, out_t* o
   const int T = small_threads(K, per);
   const int32_t threads = static_cast<int32_t>(lc.block.x);
   const TileMap elems = tile_map(g.red, threads);
-  const bool runs = tile_map_runs(elems, V) && tile_bases_aligned(g, in);
+  // stage_tile_runs' loads: every output's block on a 16-byte boundary
+  const bool runs = tile_map_runs(elems, V) && reinterpret_cast<uintptr_t>(in) % 16 == 0 &&
+                    kept_strides_whole_vectors<in_t>(g);
   const TileMap map = runs ? tile_vector_map(elems, V, threads) : elems;
   const int spread = runs ? elems.out_strides[kTileDims - 1] : 0;
   const size_t bytes = static_cast<size_t>(tile_stage_bytes(K, sizeof(in_t)));

@@ -354,6 +354,19 @@ __device__ __forceinline__ acc_t group_reduce(acc_t v, int G, acc_t* smem, int t
   return v;
 }
 
+// Runs body(next) over a Walker of `m` from r, each next() the offset of the walk's next position
+// (digits: the step, step_digits): the many-dim case of walk_offsets and rows.cuh's walk_runs.
+template <class Body>
+__device__ __forceinline__ void walk_walker(const IndexMap& m, int64_t r, const StepDigits& digits,
+                                            Body&& body) {
+  Walker w(m, r);
+  body([&] {
+    const int64_t o = w.offset(m);
+    w.advance(m, digits);
+    return o;
+  });
+}
+
 // Runs body(next), where each next() returns the input offset of the next reduced element of the
 // walk r, r + step, r + 2 step, ... through `m`. One reduced dim (the usual case after merging)
 // gets a plain offset bump; several get a Walker, whose digits are `step` split by step_digits().
@@ -370,12 +383,7 @@ __device__ __forceinline__ void walk_offsets(const IndexMap& m, int64_t r, int64
       return o;
     });
   } else {
-    Walker w(m, r);
-    body([&] {
-      const int64_t o = w.offset(m);
-      w.advance(m, digits);
-      return o;
-    });
+    walk_walker(m, r, digits, body);
   }
 }
 

@@ -188,17 +188,23 @@ inline bool columns_aligned(const Geometry& g, const void* in, int V, int elem_s
   return true;
 }
 
+// Whether every kept stride is a whole number of 16-byte vectors (vec_width elements): then every
+// output's elements start as far past a 16-byte boundary as the base does.
+template <class in_t>
+bool kept_strides_whole_vectors(const Geometry& g) {
+  for (int d = 0; d < g.kept.ndim; ++d)
+    if (g.kept.in_strides[d] % vec_width<in_t>() != 0) return false;
+  return true;
+}
+
 // Whether every reduced stride but the innermost and every kept stride is a whole number of
-// 16-byte vectors (V = vec_width elements): then every run of the innermost reduced dim starts
-// the same number of elements past a 16-byte boundary as the base does.
+// 16-byte vectors: then every run of the innermost reduced dim starts the same number of
+// elements past a 16-byte boundary as the base does.
 template <class in_t>
 bool outer_strides_whole_vectors(const Geometry& g) {
-  constexpr int V = vec_width<in_t>();
   for (int d = 0; d + 1 < g.red.ndim; ++d)
-    if (g.red.in_strides[d] % V != 0) return false;
-  for (int d = 0; d < g.kept.ndim; ++d)
-    if (g.kept.in_strides[d] % V != 0) return false;
-  return true;
+    if (g.red.in_strides[d] % vec_width<in_t>() != 0) return false;
+  return kept_strides_whole_vectors<in_t>(g);
 }
 
 // Whether the reduced dims are runs of whole 16-byte vectors: the innermost has stride 1 and a

@@ -56,12 +56,7 @@ __device__ __forceinline__ void walk_runs(const IndexMap& m, int64_t r, const St
     TwoDimWalker w(m, r, digits);
     body([&] { return w.next(); });
   } else {
-    Walker w(m, r);
-    body([&] {
-      const int64_t o = w.offset(m);
-      w.advance(m, digits);
-      return o;
-    });
+    walk_walker(m, r, digits, body);
   }
 }
 
