@@ -1268,6 +1268,94 @@ def test_cuda_leaves_across_two_runs(shape, dtype, force_launch):
         assert_bits(torch.ops.treduce.mean(xc, dims), want_mean, f"mean {spec}")
 
 
+# Launches that reach canon_kernel's leaf loaders over NCHW statistics: the plan, one, 8 and 32
+# output lanes, two leaves per thread (16-bit and 8-bit inputs) or one, forced splits, the
+# latency kernel.
+RUN_SPECS = (
+    None,
+    "y=256",
+    "y=256,per=2",
+    "y=256,per=1",
+    "y=32",
+    "y=8",
+    "y=8,splits=4",
+    "y=256,lat=1",
+)
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float8_e4m3fn], ids=str
+)
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (32, 512, 28, 28),  # runs of 784: 12.25 leaves
+        (8, 40, 9, 16),  # 144: 2.25 leaves
+        (6, 24, 10, 8),  # 80: a run holds one leaf, not a pair
+        (16, 64, 7, 16),  # 112
+        (3, 32, 20, 20),  # 400
+        (4, 8, 56, 64),  # 3584: whole leaves and whole pairs (a control)
+    ],
+    ids=str,
+)
+def test_cuda_leaves_across_runs_of_whole_vectors_staged(shape, dtype, force_launch):
+    """Statistics over (0, 2, 3) whose H x W is whole 16-byte vectors (of every dtype here) but
+    not whole leaves, or whole leaves in an odd count: a warp whose leaves (or pairs of leaves)
+    all lie inside runs stages them, one whose leaves cross from one run into the next folds
+    each on its lane (fold_leaf_two_runs), pairs that cross fall back to one leaf at a time; a
+    misaligned view of the same input (x[1:] of the flat storage) takes the unaligned loaders.
+    The bits are the CPU's under every launch in RUN_SPECS."""
+    n = math.prod(shape)
+    flat = float_data(n + 16, dtype, seed=n + 13)
+    dims = [0, 2, 3]
+    for x in (flat[:n].reshape(shape), flat[1 : n + 1].reshape(shape)):
+        want = [torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)]  # CPU
+        xc = x.cuda()
+        for spec in RUN_SPECS:
+            force_launch(spec)
+            assert_bits_or_nan(torch.ops.treduce.sum(xc, dims), want[0], f"sum {spec}")
+            assert_bits_or_nan(torch.ops.treduce.mean(xc, dims), want[1], f"mean {spec}")
+        force_launch(None)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_cuda_leaves_across_runs_property(op, force_launch):
+    """Property-based: an (N, C, HW) input, HW a drawn multiple of the dtype's 16-byte vector
+    (some runs shorter than a pair of leaves, most not whole leaves), from an aligned or a
+    shifted base, reduced over (0, 2) with a drawn dtype= (or none), gives the CPU's bits under
+    a drawn launch (RUN_SPECS)."""
+    from fuzz_cases import FUZZ_SETTINGS
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    dtypes = [torch.float32, torch.bfloat16, torch.float16, torch.float8_e5m2]
+
+    @settings(FUZZ_SETTINGS, max_examples=120)
+    @given(data=st.data())
+    def prop(data):
+        dtype = data.draw(st.sampled_from(dtypes))
+        vec = 16 // torch.empty((), dtype=dtype).element_size()
+        hw = vec * data.draw(st.integers(64 // vec, 1200 // vec))
+        shape = (data.draw(st.integers(1, 12)), data.draw(st.integers(1, 70)), hw)
+        shift = data.draw(st.sampled_from([0, 0, 1]))
+        n = math.prod(shape)
+        x = float_data(n + 1, dtype, seed=data.draw(st.integers(0, 1 << 16)))
+        x = x[shift : n + shift].reshape(shape)
+        out = data.draw(st.sampled_from([None, torch.float32, torch.float64, dtype]))
+        spec = data.draw(st.sampled_from(RUN_SPECS))
+        fn = getattr(torch.ops.treduce, op)
+        try:
+            want = fn(x, [0, 2], dtype=out)
+        except (RuntimeError, TypeError):
+            return  # a dtype= pair the op refuses (checked against torch elsewhere)
+        force_launch(spec)
+        got = fn(x.cuda(), [0, 2], dtype=out)
+        force_launch(None)
+        assert_bits_or_nan(got, want, f"{shape} shift {shift} {out} {spec}")
+
+    prop()
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize(
     "shape,dims",
