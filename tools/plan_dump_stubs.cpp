@@ -12,6 +12,12 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const void*, i
   *n = plan_dump_blocks_per_sm;
   return cudaSuccess;
 }
+// cuda_runtime.h's template overload, which the planner's occupancy() calls, goes here.
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* n, const void*, int, size_t,
+                                                                   unsigned) {
+  *n = plan_dump_blocks_per_sm;
+  return cudaSuccess;
+}
 cudaError_t cudaOccupancyMaxActiveClusters(int* n, const void*, const cudaLaunchConfig_t* cfg) {
   const unsigned size = cfg->attrs[0].val.clusterDim.x * cfg->attrs[0].val.clusterDim.y;
   *n = size <= unsigned(plan_dump_max_cluster) ? 1 : 0;
