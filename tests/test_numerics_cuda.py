@@ -1298,24 +1298,17 @@ RUN_SPECS = (
     ],
     ids=str,
 )
-def test_cuda_leaves_across_runs_of_whole_vectors_staged(shape, dtype, force_launch):
+def test_cuda_leaves_across_runs_of_whole_vectors(shape, dtype, force_launch):
     """Statistics over (0, 2, 3) whose H x W is whole 16-byte vectors (of every dtype here) but
-    not whole leaves, or whole leaves in an odd count: a warp whose leaves (or pairs of leaves)
+    not whole leaves (and one of whole leaves and pairs, a control): a warp whose leaves (or pairs)
     all lie inside runs stages them, one whose leaves cross from one run into the next folds
     each on its lane (fold_leaf_two_runs), pairs that cross fall back to one leaf at a time; a
     misaligned view of the same input (x[1:] of the flat storage) takes the unaligned loaders.
     The bits are the CPU's under every launch in RUN_SPECS."""
     n = math.prod(shape)
     flat = float_data(n + 16, dtype, seed=n + 13)
-    dims = [0, 2, 3]
     for x in (flat[:n].reshape(shape), flat[1 : n + 1].reshape(shape)):
-        want = [torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)]  # CPU
-        xc = x.cuda()
-        for spec in RUN_SPECS:
-            force_launch(spec)
-            assert_bits_or_nan(torch.ops.treduce.sum(xc, dims), want[0], f"sum {spec}")
-            assert_bits_or_nan(torch.ops.treduce.mean(xc, dims), want[1], f"mean {spec}")
-        force_launch(None)
+        assert_sum_mean_bits_under(RUN_SPECS, x, [0, 2, 3], force_launch)
 
 
 @pytest.mark.parametrize("op", ["sum", "mean"])
@@ -1688,6 +1681,18 @@ def assert_bits_or_nan(got, want, msg):
     assert_bits(got.cpu().masked_fill(nan, 0), want.masked_fill(nan, 0), msg)
 
 
+def assert_sum_mean_bits_under(specs, x, dims, force_launch):
+    """The CUDA sum and mean of the CPU tensor x over dims give the CPU's bits (assert_bits_or_nan)
+    under each forced launch in specs; the default plan after."""
+    want = [torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)]
+    xc = x.cuda()
+    for spec in specs:
+        force_launch(spec)
+        assert_bits_or_nan(torch.ops.treduce.sum(xc, dims), want[0], f"sum {spec}")
+        assert_bits_or_nan(torch.ops.treduce.mean(xc, dims), want[1], f"mean {spec}")
+    force_launch(None)
+
+
 def _tile_fits(sizes, dtype):
     """Whether canon_tile_kernel stages a reduced block of `sizes` of `dtype` (canon_config.cuh's
     tile_stage: one block's leaves, kTileStageMaxBytes of leaves padded by 4 bytes, 8 for 8-byte
@@ -1795,13 +1800,7 @@ def test_cuda_transposed_float8_blocks_give_the_cpus_bits(shape, order, dims, dt
     block lies in runs of whole vectors (stage_tile_runs), element by element where not, copied
     or walked: the CPU's bits every way."""
     x = _transposed(shape, order, dtype, seed=sum(shape))
-    want = [torch.ops.treduce.sum(x, dims), torch.ops.treduce.mean(x, dims)]
-    xc = x.cuda()
-    for spec in TRANSPOSED_SPECS:
-        force_launch(spec)
-        assert_bits_or_nan(torch.ops.treduce.sum(xc, dims), want[0], f"sum {spec}")
-        assert_bits_or_nan(torch.ops.treduce.mean(xc, dims), want[1], f"mean {spec}")
-    force_launch(None)
+    assert_sum_mean_bits_under(TRANSPOSED_SPECS, x, dims, force_launch)
 
 
 # Inputs over kCopyTransposedMaxBytes (8 MiB), float32: staged where an output's elements fit
