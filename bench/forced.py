@@ -27,7 +27,8 @@ from sweep import BF16, F32, Case  # noqa: E402
 
 # The leaves per thread and the output lanes of 16-bit NCHW statistics (docs/perf-log.md,
 # 2026-12-07), and the same lanes for float32 (one leaf per thread already).
-SPECS_16 = ["y=256,per=1", "y=32,per=1", "y=16,per=1", "y=8,per=1", "y=256,per=2", "y=8,per=2"]
+SPECS_16 = ["y=256,per=1", "y=32,per=1", "y=16,per=1", "y=8,per=1",
+            "y=256,per=2", "y=32,per=2", "y=16,per=2", "y=8,per=2"]  # fmt: skip
 SPECS_32 = ["y=256", "y=64", "y=32", "y=16", "y=8"]
 NCHW = [[64, 2048, 28, 28], [16, 1024, 56, 56], [16, 2048, 56, 56], [32, 2048, 56, 56],
         [64, 256, 56, 56], [32, 512, 32, 32], [16, 256, 56, 56], [32, 512, 28, 28]]  # fmt: skip

@@ -249,13 +249,22 @@ void TilePlan<Op, in_t, out_t>::choose_vec() {
 
 // Two adjacent leaves per thread and round for 1- and 2-byte inputs (canon_per) when there
 // are leaves enough for two waves of blocks that way; one output per thread only (four
-// outputs' second accumulators would spill). A forced per = 2 applies where it is built.
+// outputs' second accumulators would spill). Not over runs of an outer reduced dim (NCHW
+// statistics, transposed bias gradients): there one leaf per thread measured faster on every
+// shape the pairs took, at the same output lanes and as planned (H100, µs, bfloat16 over
+// (0, 2, 3), two leaves -> one as planned: (16, 1024, 56, 56) 63.3 -> 48.9, (16, 2048, 56, 56)
+// 107.1 -> 87.9, (64, 2048, 28, 28) 143.0 -> 131.1; (32, 512, 32, 32), whose pairs never cross
+// a run, 27.1 -> 22.5; (2, 8192, 4096) with T innermost over (0, 1), runs of 128 leaves, 66.3
+// -> 56.3): a pair that crosses from one run into the next leaves its warp's staging, and the
+// pair kernel's round is twice as long. A forced per = 2 applies where it is built.
 template <class Op, class in_t, class out_t>
 void TilePlan<Op, in_t, out_t>::choose_per() {
   const int64_t wave_threads =
       int64_t(q.sm_count) * canon_blocks_per_sm<Op, in_t, out_t>(lc.vec) * kCanonThreads;
+  const bool outer_runs = q.g.red.ndim >= 2 && inner_stride == 1;
   c.per = lc.vec > 1 || canon_per<in_t>() == 1 ? 1
           : q.ov.per > 0                       ? q.ov.per
+          : outer_runs                         ? 1
           : M * c.leaves >= 2 * wave_threads   ? 2
                                                : 1;
 }
