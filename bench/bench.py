@@ -201,10 +201,7 @@ extern "C" __global__ void read_stream(const float4* __restrict__ p, long long n
 
 // Sized to the input: one block of 256 threads per 16 KiB, each thread's four loads issued
 // before any addition (no loop, no tail). On a few MiB the grid-stride stream above leaves
-// most threads one load of its tail loop.
-#ifndef SIZED_LOADS
-#define SIZED_LOADS 4
-#endif
+// most threads one load of its tail loop. SIZED_LOADS: defined at compile time (_stream_fn).
 extern "C" __global__ void read_sized(const float4* __restrict__ p, long long n, float* out) {
   const long long step = (long long)gridDim.x * blockDim.x;
   const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
@@ -218,7 +215,7 @@ extern "C" __global__ void read_sized(const float4* __restrict__ p, long long n,
   if (acc == 1.2345e-30f) out[0] = acc;
 }
 """
-# 16-byte loads per thread of read_sized
+# 16-byte loads per thread of read_sized (passed to the compiler as -DSIZED_LOADS)
 SIZED_LOADS = 4
 
 

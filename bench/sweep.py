@@ -341,10 +341,13 @@ def measure(cases: list[Case], save=lambda rows: None) -> list[dict]:
         t = {name: do_bench(lambda f=f: f(x), return_mode="median") for name, f in impls}
         host = {f"{name}_host_us": host_us(f, x) for name, f in impls}
         streams = {"grid": ceiling_fn(x), "sized": sized_stream_fn(x)}
-        for name, fn in streams.items():
-            t[f"stream_{name}"] = None if fn is None else do_bench(fn, return_mode="median")
-        both = [v for k, v in t.items() if k.startswith("stream_") and v is not None]
-        t["ceiling"] = min(both) if both else None
+        stream_ms = {
+            name: None if fn is None else do_bench(fn, return_mode="median")
+            for name, fn in streams.items()
+        }
+        t.update({f"stream_{name}": ms for name, ms in stream_ms.items()})
+        timed = [ms for ms in stream_ms.values() if ms is not None]
+        t["ceiling"] = min(timed) if timed else None
         rows.append(
             {
                 **asdict(c),
