@@ -498,21 +498,38 @@ def check_against_torch(call: Call, ours: torch.Tensor, theirs, exact, absref) -
         k = max(1, call.x.numel() // max(1, ours.numel()))
         eps = torch.finfo(ours.dtype).eps
         tol = (eps + 2 * k * 2.0**-53) * e.abs() + torch.finfo(ours.dtype).tiny
-        # a product past the dtype's range is inf, as the exact one rounded would be
-        big = e.abs() > torch.finfo(ours.dtype).max
-        assert torch.isinf(o[big]).all(), f"{msg}: finite where the product overflows"
-        assert ((o - e).abs()[~big] <= tol[~big]).all(), f"{msg}: products differ"
+        check_within(o, e, tol, ours.dtype, f"{msg}: products differ")
         return
     a = absref.cpu()[fin]
     tol = OUT_RTOL[ours.dtype] * e.abs() + 2e-6 * a + 1e-30
     if ours.dtype in (torch.float16, torch.bfloat16):  # rounding to the result's own dtype
         tol = tol + torch.finfo(ours.dtype).tiny
-    big = e.abs() > torch.finfo(ours.dtype).max
-    assert torch.isinf(o[big]).all(), f"{msg}: finite where the result overflows"
-    assert ((o - e).abs()[~big] <= tol[~big]).all(), (
-        f"{msg}: values differ from the exact "
-        f"result by {((o - e).abs()[~big] - tol[~big]).max().item():.3e} past the tolerance"
-    )
+    check_within(o, e, tol, ours.dtype, f"{msg}: values differ from the exact result")
+
+
+def overflow_bound(dtype: torch.dtype) -> float:
+    """The least magnitude that rounds to infinity in `dtype` (to nearest, ties to even): the
+    largest finite value plus half its ulp (float16 65520, not 65504)."""
+    if dtype == torch.float64:
+        return math.inf  # (2^1024 - 2^970, past float64's range: an exact float64 never reaches it)
+    fi = torch.finfo(dtype)
+    top = math.frexp(fi.max)[1] - 1  # max = (2 - eps) * 2^top
+    return 2.0 ** (top + 1) - fi.eps * 2.0 ** (top - 1)
+
+
+def check_within(o: torch.Tensor, e: torch.Tensor, tol: torch.Tensor, dtype, msg: str) -> None:
+    """Each result o (float64) is a value within tol of the finite exact e, rounded to dtype: a
+    finite one lies within tol, and an infinity has e's sign and e + tol reaches the overflow
+    bound. So e past the bound by more than tol must give inf, and e within tol of it (a sum of
+    16-bit values of 65508 rounds to float16's 65504) may give either."""
+    bound = overflow_bound(dtype)
+    inf = torch.isinf(o)
+    must = e.abs() - tol >= bound
+    assert inf[must].all(), f"{msg}: finite where the result overflows"
+    may = (e.abs() + tol >= bound) & (torch.sign(o) == torch.sign(e))
+    assert may[inf].all(), f"{msg}: inf where the result is finite (or of the other sign)"
+    err = (o - e).abs()[~inf] - tol[~inf]
+    assert (err <= 0).all(), f"{msg}: by {err.max().item():.3e} past the tolerance"
 
 
 def bits(t: torch.Tensor) -> torch.Tensor:

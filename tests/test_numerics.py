@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from conftest import cancel_data, data_sets, wide_data
+from conftest import DEVICES, cancel_data, data_sets, wide_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -208,7 +208,7 @@ def test_half_inputs(dtype):
         # to the 16-bit type: within half a 16-bit ulp plus half a float32 ulp)
         ours = torch.ops.treduce.sum(h).double().item()
         theirs = torch.sum(h).double().item()
-        if abs(exact) > torch.finfo(dtype).max:  # the 16-bit result overflows, as torch's
+        if torch.tensor(exact).float().to(dtype).isinf():  # so rounded, the result overflows
             assert math.isinf(ours) and (ours > 0) == (exact > 0), name
             continue
         mant = {torch.float16: 10, torch.bfloat16: 7}[dtype]
@@ -495,6 +495,28 @@ def test_bfloat16_leaves_near_overflow_keep_the_in_order_bits(big):
     assert torch.isfinite(mean)
     rows = torch.ops.treduce.sum(torch.stack([t, -t, t]), [1], dtype=torch.float32)
     assert torch.equal(rows, torch.tensor([want, -want, want], dtype=torch.float32))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("quarters", [1, 2, 3])
+def test_16bit_sums_overflow_where_the_exact_sum_rounds_to_inf(quarters, dtype, device):
+    """A 16-bit sum is infinite where its exact value rounds to infinity: from the largest finite
+    value plus half its ulp on (float16 65520, a tie that goes to the even infinity), not from
+    past the largest finite value (65504): max + a quarter ulp (65512) gives max, as torch does."""
+    fi = torch.finfo(dtype)
+    ulp = fi.eps * 2.0 ** (math.frexp(fi.max)[1] - 1)
+    x = torch.zeros(3, 1000, dtype=dtype)
+    x[:, 0] = fi.max
+    x[:, 700] = quarters * ulp / 4
+    x[1] = -x[1]
+    x = x.to(device)
+    want = fi.max if quarters == 1 else math.inf
+    assert torch.equal(
+        torch.ops.treduce.sum(x, [1]).cpu().double(), torch.tensor([want, -want, want])
+    )
+    assert torch.equal(torch.ops.treduce.sum(x, [1]), torch.sum(x, [1]))
+    assert torch.equal(torch.ops.treduce.sum(x[0]).double().cpu(), torch.tensor(want))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
