@@ -1186,7 +1186,8 @@ def test_cuda_nchw_statistics_take_output_lanes_for_whole_waves(shape, dtype, gr
     the output lanes of least makespan (in whole waves) where they save a quarter of one lane's
     (launch.cuh). (32, 512, 28, 28) over (0, 2, 3): 512 outputs of 392 leaves,
     one lane 512 blocks of 2 rounds (4 rounds on 396 slots), 32 lanes 16 tiles x 49 one-round
-    splits (2 rounds); (64, 256, 56, 56) keeps one lane in float32 and in bfloat16, whose leaves
+    splits (2 rounds), which its runs of 12.25 leaves also take (lanes_for_short_runs: runs
+    that are not whole leaves); (64, 256, 56, 56) keeps one lane in float32 and in bfloat16, whose leaves
     over runs are one per thread (256 x 3 blocks: 10 rounds against 8 at best). The bits are the
     CPU's with the planned lanes and with one and 32 forced."""
     n = math.prod(shape)
@@ -1210,12 +1211,16 @@ def test_cuda_nchw_statistics_take_output_lanes_for_whole_waves(shape, dtype, gr
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
-@pytest.mark.parametrize("shape", [(128, 256, 7, 7), (32, 1024, 14, 14), (256, 160, 5, 5)], ids=str)
+@pytest.mark.parametrize(
+    "shape", [(128, 256, 7, 7), (32, 1024, 14, 14), (256, 160, 5, 5), (64, 256, 28, 28)], ids=str
+)
 def test_cuda_short_runs_take_32_output_lanes(shape, dtype, force_launch):
-    """NCHW statistics whose H x W runs are shorter than 1 KB, with leaves enough for fewer than 8
-    output lanes: the planner takes 32, so that a block's leaves at one reduced position are 32
-    neighbouring channels' runs, one stretch of memory (launch.cuh): ceil(C /
-    32) tiles. The bits are the CPU's with the planned launch and with one output lane forced."""
+    """NCHW statistics whose H x W runs are shorter than 1 KB, or up to 4 KB and not whole
+    64-element leaves (28 x 28: 12.25 leaves; 16 lanes before), with leaves enough for fewer
+    than 8 output lanes: the planner takes 32, so that a block's leaves at one reduced position
+    are 32 neighbouring channels' runs, one stretch of memory, crossing a run's end together
+    (plan_canon.cuh's lanes_for_short_runs): ceil(C / 32) tiles. The bits are the CPU's with
+    the planned launch and with one output lane forced."""
     n = math.prod(shape)
     x = float_data(n, dtype, seed=n + 3).reshape(shape)
     dims = [0, 2, 3]
