@@ -243,6 +243,64 @@ def test_runs_of_vectors_property(outer, kept, inner_vecs, blocks, dtype, op):
     assert_same_bits(ours, want, f"{op} {shape} {dim} {dtype}")
 
 
+COLUMN_OPS = ["amax", "amin", "argmax", "argmin", "sum", "prod", "bitwise_or", "bitwise_xor"]
+COLUMN_DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.float64, torch.int8,
+                 torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool]  # fmt: skip
+
+
+def column_input(op, dtype, shape, special):
+    """Values with ties: small integers (in -3..3 for products, which then wrap in int64 only
+    rarely), NaN or -inf at about 1% of the places for floating inputs."""
+    if dtype == torch.bool:
+        return torch.rand(shape, device="cuda") < 0.5
+    lo, hi = (-3, 4) if op == "prod" or dtype.is_floating_point else (-100, 101)
+    x = torch.randint(lo, hi, shape, device="cuda").to(dtype)
+    if dtype.is_floating_point and special is not None:
+        where = torch.randint(0, x.numel(), (max(1, x.numel() // 97),), device="cuda")
+        x.view(-1)[where] = special
+    return x
+
+
+def column_reference(op, x, dim):
+    """torch's answer (numpy's for the bitwise ops, which torch lacks)."""
+    if op.startswith("bitwise"):
+        uf = {"bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}[op]
+        return torch.from_numpy(np.asarray(uf.reduce(x.cpu().numpy(), axis=dim))).to(x.dtype)
+    return getattr(torch, op)(x, dim)
+
+
+def test_plain_columns_property(force_launch):
+    """The plain column kernels (cols.cuh) over (outer, k, inner) reduced over k: the 16-byte
+    variant across neighbouring outputs where the layout is aligned for it, and one output a
+    thread forced ("vec=0"). The bits are torch's for every exact op: ties, NaNs and infinities
+    for the extremes and the arg ops (the first index wins), integer sums and wrapping
+    products, the bitwise ops."""
+
+    @settings(max_examples=150, deadline=None)
+    @given(
+        outer=st.sampled_from([1, 1, 2, 3, 5]),
+        k=st.integers(1, 300) | st.sampled_from([1024, 4099, 20000]),
+        inner=st.integers(1, 70) | st.sampled_from([256, 1000, 4096]),
+        dtype=st.sampled_from(COLUMN_DTYPES),
+        op=st.sampled_from(COLUMN_OPS),
+        one_a_thread=st.booleans(),
+        special=st.sampled_from([None, float("nan"), float("-inf"), float("inf")]),
+    )
+    def prop(outer, k, inner, dtype, op, one_a_thread, special):
+        if dtype.is_floating_point and (op in ("sum", "prod") or op.startswith("bitwise")):
+            op = "argmax"  # floating sums and products take the canonical kernels
+        if dtype == torch.bool and op in ("argmax", "argmin"):
+            op = "amin"
+        x = column_input(op, dtype, (outer, k, inner), special)
+        force_launch("vec=0" if one_a_thread else None)
+        ours = getattr(torch.ops.treduce, op)(x, 1 if op.startswith("arg") else [1])
+        force_launch(None)
+        msg = f"{op} {dtype} ({outer}, {k}, {inner}) one_a_thread={one_a_thread}"
+        assert_same_bits(ours.cpu(), column_reference(op, x, 1).cpu(), msg)
+
+    prop()
+
+
 @pytest.mark.parametrize(
     "shape,dim", [((1 << 24,), None), ((5, 1 << 22), [1]), ((1 << 22, 6), [0]), ((2048, 2048), [0])]
 )

@@ -28,6 +28,8 @@ BAD_SPECS = [
     "whole=2",
     "copy=2",
     "tile=2",
+    "vec=1",
+    "vec=-1",
     "fast",
 ]
 
@@ -41,6 +43,8 @@ GOOD_SPECS = [
     "copy=0",
     "copy=1,y=64",
     "tile=1,copy=0",
+    "vec=0",
+    "vec=0,y=32",
 ]
 
 

@@ -33,12 +33,15 @@ namespace treduce {
 // it (W = 0);
 // "copy=C" a transposed reduced block read in place (C = 0) or copied into the canonical order
 // first wherever the layout allows it (C = 1; reduce_cuda.cu: copies_transposed_block);
+// "vec=0" the plain kernels' columns one output a thread where they would take 16-byte loads
+// across neighbouring outputs (plan_plain.cuh's plan_launch; the other ops' kernels, too);
 // "plain" sends floating sums and means to the plain kernels (float accumulators) instead (the
 // bench's baseline). canon_mode() is the default plan unless a configuration is forced: one
 // atomic load per call.
 struct CanonMode {
   bool plain = false;
-  int copy = -1;  // the transposed-block copy: -1 automatic, 0 never, 1 wherever allowed
+  int copy = -1;      // the transposed-block copy: -1 automatic, 0 never, 1 wherever allowed
+  int vec_cols = -1;  // the plain column kernels' 16-byte variant: -1 automatic, 0 never
   CanonOverride force{};
 };
 CanonMode canon_mode();

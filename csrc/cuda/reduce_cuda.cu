@@ -141,6 +141,9 @@ CanonMode parse_canon_mode(const std::string& spec) {
       TORCH_CHECK(value == 0 || value == 1, "treduce._force_launch: copy must be 0 or 1 (got '",
                   item, "')");
       m.copy = static_cast<int>(value);
+    } else if (key == "vec") {
+      TORCH_CHECK(value == 0, "treduce._force_launch: vec must be 0 (got '", item, "')");
+      m.vec_cols = 0;
     } else if (key == "splits") {
       TORCH_CHECK(value >= 1 && value <= 65535,
                   "treduce._force_launch: splits must be from 1 "
@@ -151,7 +154,7 @@ CanonMode parse_canon_mode(const std::string& spec) {
       TORCH_CHECK(false,
                   "treduce._force_launch: expected 'plain' or "
                   "'y=Y,per=P,splits=S,rounds=R,lat=L,small=T,threads=N,loop=C,cluster=U,whole=W,"
-                  "tile=S,copy=C', "
+                  "tile=S,copy=C,vec=0', "
                   "got '",
                   spec, "'");
     }

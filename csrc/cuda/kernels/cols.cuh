@@ -84,10 +84,13 @@ constexpr int cols_unroll() {
 
 // At most 64 registers (4 blocks per SM) unless a thread carries over 32 bytes of accumulators;
 // at most 80 (3 blocks) with 8 loads in flight (cols_unroll), which spilled inside the loop at 64.
+// Over 32 bytes (the arg ops' value-index pairs, int64 accumulators of 1- and 2-byte inputs): at
+// most 128 (2 blocks), where unbounded they took 140-198 and one block per SM (ptxas, sm_90;
+// at 128, 0-20 bytes spilled, at 80 up to 100).
 template <class Op, class in_t, int kVec>
 constexpr int cols_min_blocks() {
   if (cols_unroll<Op, in_t, kVec>() == 8) return 3;
-  return sizeof(typename Op::acc_t) * kVec <= 32 ? 4 : 1;
+  return sizeof(typename Op::acc_t) * kVec <= 32 ? 4 : 2;
 }
 
 // Splits per batch of the final merge: kS * kVec partials (about 64 bytes per thread) in flight.

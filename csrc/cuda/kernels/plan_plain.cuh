@@ -82,11 +82,14 @@ inline dim3 packed_grid(int64_t packed_vecs, int64_t target) {
       1, std::min(ceil_div(packed_vecs, kRowsBlock * kUnroll), target * kGridCapWaves))));
 }
 
+// vec_cols: -1 the vector column variant wherever the geometry is aligned for it, 0 never (one
+// output a thread; treduce._force_launch's "vec=0", for tests and the bench).
 template <class Op, class in_t, class out_t>
-Launch plan_launch(const Geometry& g, const in_t* in, int sm_count) {
+Launch plan_launch(const Geometry& g, const in_t* in, int sm_count, int vec_cols = -1) {
   Launch lc;
   lc.strategy = choose_strategy(g);
-  lc.vec_cols = lc.strategy == Strategy::kColumns && columns_vectorizable<Op, in_t>(g, in);
+  lc.vec_cols =
+      lc.strategy == Strategy::kColumns && vec_cols != 0 && columns_vectorizable<Op, in_t>(g, in);
   if (lc.strategy == Strategy::kStrided && vector_runs<in_t>(g, in)) {
     lc.strategy = Strategy::kRows;  // runs of vectors: the walk's map counts vectors innermost
     lc.rows.vred = g.red;

@@ -59,7 +59,7 @@ void run_cuda(const CudaCall& call) {
   using acc_t = typename Op::acc_t;
   const in_t* in = static_cast<const in_t*>(call.in);
   const Geometry g = launch_geometry(call.geom, sizeof(in_t));
-  const Launch lc = plan_launch<Op, in_t, out_t>(g, in, call.sms);
+  const Launch lc = plan_launch<Op, in_t, out_t>(g, in, call.sms, call.mode.vec_cols);
   const Scratch s = split_scratch<acc_t>(call, lc.partials, lc.counters);
   run_launch<Op, in_t, out_t>(lc, g, in, static_cast<out_t*>(call.out),
                               static_cast<acc_t*>(s.partials), s.counters, call.stream);
