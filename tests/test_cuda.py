@@ -243,12 +243,12 @@ def test_runs_of_vectors_property(outer, kept, inner_vecs, blocks, dtype, op):
     assert_same_bits(ours, want, f"{op} {shape} {dim} {dtype}")
 
 
-COLUMN_OPS = ["amax", "amin", "argmax", "argmin", "sum", "prod", "bitwise_or", "bitwise_xor"]
-COLUMN_DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.float64, torch.int8,
+PLAIN_OPS = ["amax", "amin", "argmax", "argmin", "sum", "prod", "bitwise_or", "bitwise_xor"]
+PLAIN_DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.float64, torch.int8,
                  torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool]  # fmt: skip
 
 
-def column_input(op, dtype, shape, special):
+def plain_input(op, dtype, shape, special):
     """Values with ties: small integers (in -3..3 for products, which then wrap in int64 only
     rarely), NaN or -inf at about 1% of the places for floating inputs."""
     if dtype == torch.bool:
@@ -261,7 +261,7 @@ def column_input(op, dtype, shape, special):
     return x
 
 
-def column_reference(op, x, dim):
+def plain_reference(op, x, dim):
     """torch's answer (numpy's for the bitwise ops, which torch lacks)."""
     if op.startswith("bitwise"):
         uf = {"bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}[op]
@@ -281,8 +281,8 @@ def test_plain_columns_property(force_launch):
         outer=st.sampled_from([1, 1, 2, 3, 5]),
         k=st.integers(1, 300) | st.sampled_from([1024, 4099, 20000]),
         inner=st.integers(1, 70) | st.sampled_from([256, 1000, 4096]),
-        dtype=st.sampled_from(COLUMN_DTYPES),
-        op=st.sampled_from(COLUMN_OPS),
+        dtype=st.sampled_from(PLAIN_DTYPES),
+        op=st.sampled_from(PLAIN_OPS),
         one_a_thread=st.booleans(),
         special=st.sampled_from([None, float("nan"), float("-inf"), float("inf")]),
     )
@@ -291,12 +291,45 @@ def test_plain_columns_property(force_launch):
             op = "argmax"  # floating sums and products take the canonical kernels
         if dtype == torch.bool and op in ("argmax", "argmin"):
             op = "amin"
-        x = column_input(op, dtype, (outer, k, inner), special)
+        x = plain_input(op, dtype, (outer, k, inner), special)
         force_launch("vec=0" if one_a_thread else None)
         ours = getattr(torch.ops.treduce, op)(x, 1 if op.startswith("arg") else [1])
         force_launch(None)
         msg = f"{op} {dtype} ({outer}, {k}, {inner}) one_a_thread={one_a_thread}"
-        assert_same_bits(ours.cpu(), column_reference(op, x, 1).cpu(), msg)
+        assert_same_bits(ours.cpu(), plain_reference(op, x, 1).cpu(), msg)
+
+    prop()
+
+
+def test_step_two_rows_property():
+    """Rows at stride 2 (x[..., ::2]: rows.cuh's kLoadStepTwo) read as 16-byte vectors of which
+    every other element is folded: rows that start at any element past a 16-byte boundary (either
+    parity), any row pitch, short rows (a head and a tail, no whole vector) and rows long enough
+    to split over blocks, a single row (a full reduction of x[::2]). The bits are torch's for
+    every exact op of the plain kernels, with ties, NaNs and infinities."""
+
+    @settings(max_examples=150, deadline=None)
+    @given(
+        rows=st.sampled_from([1, 1, 2, 3, 7, 64, 1000]),
+        k=st.integers(1, 300) | st.sampled_from([4099, 20000, 100000]),
+        pad=st.integers(-1, 9),
+        offset=st.integers(0, 17),
+        dtype=st.sampled_from([d for d in PLAIN_DTYPES if d.itemsize <= 4]),
+        op=st.sampled_from(PLAIN_OPS),
+        special=st.sampled_from([None, float("nan"), float("-inf"), float("inf")]),
+    )
+    def prop(rows, k, pad, offset, dtype, op, special):
+        if dtype.is_floating_point and (op in ("sum", "prod") or op.startswith("bitwise")):
+            op = "argmin"  # floating sums and products take the canonical kernels
+        if dtype == torch.bool and op in ("argmax", "argmin"):
+            op = "amax"
+        rows = max(1, min(rows, (1 << 22) // k))  # at most 4M elements read
+        pitch = max(1, 2 * k - 1 + pad)  # (pad -1: rows that share their end and start)
+        storage = plain_input(op, dtype, (offset + (rows - 1) * pitch + 2 * k,), special)
+        x = storage.as_strided((rows, k), (pitch, 2), offset)
+        ours = getattr(torch.ops.treduce, op)(x, 1 if op.startswith("arg") else [1])
+        msg = f"{op} {dtype} rows={rows} k={k} pitch={pitch} offset={offset}"
+        assert_same_bits(ours.cpu(), plain_reference(op, x, 1).cpu(), msg)
 
     prop()
 

@@ -18,6 +18,7 @@ struct Launch {
   Strategy strategy = Strategy::kRows;
   bool vec_cols = false;  // columns with 16-byte loads across neighbouring outputs
   bool packed = false;    // rows: whole rows inside each 16-byte vector (packed_rows_kernel)
+  bool step_two = false;  // rows: one run at stride 2, read as 16-byte vectors (kLoadStepTwo)
   int64_t packed_vecs = 0;
   RowsConfig rows{};
   ColsConfig cols{};
@@ -47,8 +48,14 @@ int packed_blocks_per_sm() {
 
 // Occupancy of the kernel that run_launch() will start for `s`, computed once per kernel.
 template <class Op, class in_t, class out_t>
-int blocks_per_sm(Strategy s, bool vec_cols, bool packed) {
+int blocks_per_sm(Strategy s, bool vec_cols, bool packed, bool step_two) {
   if (packed) return packed_blocks_per_sm<Op, in_t, out_t>();
+  if constexpr (kStepTwoLoads<in_t>) {
+    if (step_two) {
+      static const int n = occupancy(rows_kernel<Op, in_t, out_t, kLoadStepTwo>, kRowsBlock);
+      return n;
+    }
+  }
   if (s == Strategy::kColumns && vec_cols) {
     static const int n =
         occupancy(cols_kernel<Op, in_t, out_t, cols_vec<Op, in_t>()>, kColsX * kColsY);
@@ -56,11 +63,11 @@ int blocks_per_sm(Strategy s, bool vec_cols, bool packed) {
   }
   switch (s) {
     case Strategy::kRows: {
-      static const int n = occupancy(rows_kernel<Op, in_t, out_t, true>, kRowsBlock);
+      static const int n = occupancy(rows_kernel<Op, in_t, out_t, kLoadVectors>, kRowsBlock);
       return n;
     }
     case Strategy::kStrided: {
-      static const int n = occupancy(rows_kernel<Op, in_t, out_t, false>, kRowsBlock);
+      static const int n = occupancy(rows_kernel<Op, in_t, out_t, kLoadWalk>, kRowsBlock);
       return n;
     }
     default: {
@@ -95,11 +102,14 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count, int vec_cols
     lc.rows.vred = g.red;
     lc.rows.vred.sizes[g.red.ndim - 1] /= vec_width<in_t>();
     lc.rows.vred.in_strides[g.red.ndim - 1] = vec_width<in_t>();
+  } else if (lc.strategy == Strategy::kStrided && step_two_rows<in_t>(g)) {
+    lc.strategy = Strategy::kRows;
+    lc.step_two = true;
   }
-  lc.packed = lc.strategy == Strategy::kRows && lc.rows.vred.ndim == 0 &&
+  lc.packed = lc.strategy == Strategy::kRows && lc.rows.vred.ndim == 0 && !lc.step_two &&
               rows_packable<in_t, kPackedMaxK<Op, in_t>>(g, in);
-  const int64_t target =
-      int64_t(sm_count) * blocks_per_sm<Op, in_t, out_t>(lc.strategy, lc.vec_cols, lc.packed);
+  const int64_t target = int64_t(sm_count) * blocks_per_sm<Op, in_t, out_t>(
+                                                 lc.strategy, lc.vec_cols, lc.packed, lc.step_two);
   const int64_t cap = target * kGridCapWaves;
   const int64_t M = g.num_outputs, K = g.reduce_len;
   int splits = 1;
@@ -137,7 +147,7 @@ Launch plan_launch(const Geometry& g, const in_t* in, int sm_count, int vec_cols
   } else {
     RowsConfig& r = lc.rows;
     const int V = lc.strategy == Strategy::kRows ? vec_width<in_t>() : 1;
-    const int64_t units = ceil_div(K, V);  // loads per row
+    const int64_t units = ceil_div(lc.step_two ? 2 * K - 1 : K, V);  // loads per row
     r.group = static_cast<int>(std::min<int64_t>(kRowsBlock, next_pow2(ceil_div(units, kUnroll))));
     r.tiles = tiles = ceil_div(M, kRowsBlock / r.group);
     // A split keeps each thread at least one batch of kUnroll loads: small inputs then spread
@@ -201,11 +211,18 @@ void run_launch(const Launch& lc, const Geometry& g, const in_t* in, out_t* out,
   }
   switch (lc.strategy) {
     case Strategy::kRows:
-      rows_kernel<Op, in_t, out_t, true>
+      if constexpr (kStepTwoLoads<in_t>) {
+        if (lc.step_two) {
+          rows_kernel<Op, in_t, out_t, kLoadStepTwo>
+              <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.rows, partials, counters);
+          break;
+        }
+      }
+      rows_kernel<Op, in_t, out_t, kLoadVectors>
           <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.rows, partials, counters);
       break;
     case Strategy::kStrided:
-      rows_kernel<Op, in_t, out_t, false>
+      rows_kernel<Op, in_t, out_t, kLoadWalk>
           <<<lc.grid, lc.block, 0, stream>>>(in, out, g, lc.rows, partials, counters);
       break;
     case Strategy::kColumns:

@@ -9,9 +9,12 @@
 // as scalars), or they are several runs of whole aligned vectors (cfg.vred: the reduced dims with
 // the innermost counted in vectors, e.g. (N, H*W) of NCHW statistics), walked with a TwoDimWalker
 // where they are two dims, else a Walker.
-// Otherwise each thread walks the reduced dims element by element with a Walker, G elements a
-// step, adds and compares only (the general strided fallback). When there are too few rows to
-// fill the GPU, each row is also split along K over gridDim.y blocks, which combine through
+// With kLoad = kLoadStepTwo the reduced elements are one run at stride 2 (x[..., ::2]): the
+// threads read the 16-byte vectors over the run's span, as for a contiguous run, and fold every
+// other element of each (V / 2 of them), since the DRAM sectors hold both halves anyway.
+// Otherwise (kLoadWalk) each thread walks the reduced dims element by element with a Walker, G
+// elements a step, adds and compares only (the general strided fallback). When there are too few
+// rows to fill the GPU, each row is also split along K over gridDim.y blocks, which combine through
 // arrive_last() in the same launch.
 //
 // packed_rows_kernel: short rows back to back (K a power of two up to 16 V, a template
@@ -21,11 +24,11 @@
 // and meet by shuffles.
 //
 // Chosen for: full reductions of contiguous data (M = 1), rows (contiguous inner dim reduced),
-// runs of contiguous reduced elements, and, with kContig = false, any layout the column kernel
-// does not cover.
+// runs of contiguous reduced elements, rows at stride 2, and, with kLoadWalk, any layout the
+// column kernel does not cover.
 //
-//   rows_kernel<SumOp<float>, float, float, true><<<grid, 256, 0, stream>>>(in, out, geom, cfg,
-//                                                                         partials, counters);
+//   rows_kernel<SumOp<float>, float, float, kLoadVectors><<<grid, 256, 0, stream>>>(in, out, geom,
+//                                                                    cfg, partials, counters);
 #pragma once
 #include "../../geometry.h"
 #include "common.cuh"
@@ -34,6 +37,28 @@ namespace treduce {
 
 constexpr int kRowsBlock = 256;
 constexpr int kUnroll = 4;
+
+// How rows_kernel reads a row (its kLoad): element by element through the reduced dims' walk;
+// 16-byte vectors of one contiguous run (or of runs of whole vectors, RowsConfig::vred); or
+// 16-byte vectors over one run at stride 2, every other element of each folded.
+constexpr int kLoadWalk = 0;
+constexpr int kLoadVectors = 1;
+constexpr int kLoadStepTwo = 2;
+
+// The elements of x at positions p, p + kStep, ... (p < kStep): a vector's elements that belong to
+// a run at stride kStep, where p is the run's parity within the vector.
+template <int kStep, class T, int N>
+__device__ __forceinline__ Vec<T, N / kStep> every_nth(const Vec<T, N>& x, int p) {
+  if constexpr (kStep == 1) {
+    return x;
+  } else {
+    static_assert(kStep == 2 && N % 2 == 0, "runs at stride 1 or 2");
+    Vec<T, N / 2> y;
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) y.v[i] = p ? x.v[2 * i + 1] : x.v[2 * i];
+    return y;
+  }
+}
 
 struct RowsConfig {
   int group;          // G: threads per output
@@ -61,7 +86,7 @@ __device__ __forceinline__ void walk_runs(const IndexMap& m, int64_t r, const St
 }
 
 // This thread's share of split `split` of one output: lanes stride by G through the split.
-template <class Op, class in_t, bool kContig>
+template <class Op, class in_t, int kLoad>
 __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restrict__ row, int64_t K,
                                                            const IndexMap& red, int lane, int G,
                                                            int split, int splits, int64_t per_split,
@@ -69,40 +94,51 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
                                                            const IndexMap& vred, bool ef) {
   constexpr int V = vec_width<in_t>();
   using VecT = Vec<in_t, V>;
-  ThreadFold<Op, in_t, V> f;
-  if constexpr (kContig) {
-    if (vred.ndim > 1) {  // runs of whole, aligned vectors: vector v holds elements v*V .. v*V+V-1
-      const int64_t nvec = K / V;
-      const int64_t v0 = split * per_split;
-      const int64_t v1 = v0 + per_split < nvec ? v0 + per_split : nvec;
-      walk_runs(vred, v0 + lane, step, [&](auto&& next) {
-        int64_t v = v0 + lane;
-        for (; v + (kUnroll - 1) * G < v1; v += kUnroll * G) {
-          VecT x[kUnroll];
-          const uint64_t pol = load_policy<VecT>(ef);
+  constexpr int kStep = kLoad == kLoadStepTwo ? 2 : 1;  // the run's stride, in elements
+  ThreadFold<Op, in_t, V / kStep> f;
+  if constexpr (kLoad != kLoadWalk) {
+    if constexpr (kStep == 1) {
+      // Runs of whole, aligned vectors: vector v holds elements v*V .. v*V+V-1.
+      if (vred.ndim > 1) {
+        const int64_t nvec = K / V;
+        const int64_t v0 = split * per_split;
+        const int64_t v1 = v0 + per_split < nvec ? v0 + per_split : nvec;
+        walk_runs(vred, v0 + lane, step, [&](auto&& next) {
+          int64_t v = v0 + lane;
+          for (; v + (kUnroll - 1) * G < v1; v += kUnroll * G) {
+            VecT x[kUnroll];
+            const uint64_t pol = load_policy<VecT>(ef);
 #pragma unroll
-          for (int u = 0; u < kUnroll; ++u)
-            x[u] = load_in(reinterpret_cast<const VecT*>(row + next()), pol);
+            for (int u = 0; u < kUnroll; ++u)
+              x[u] = load_in(reinterpret_cast<const VecT*>(row + next()), pol);
 #pragma unroll
-          for (int u = 0; u < kUnroll; ++u) f.vec(x[u], (v + u * G) * V);
-        }
-        for (; v < v1; v += G)
-          f.vec(load_in(reinterpret_cast<const VecT*>(row + next()), load_policy<VecT>(ef)), v * V);
-      });
-      return f.result();
+            for (int u = 0; u < kUnroll; ++u) f.vec(x[u], (v + u * G) * V);
+          }
+          for (; v < v1; v += G)
+            f.vec(load_in(reinterpret_cast<const VecT*>(row + next()), load_policy<VecT>(ef)),
+                  v * V);
+        });
+        return f.result();
+      }
     }
+    // The run's span in memory: element r at row[r * kStep], the last at row[span - 1].
+    const int64_t span = (K - 1) * kStep + 1;
     // Elements before the first 16-byte boundary (the address is a multiple of sizeof(in_t)).
     int64_t head = static_cast<int64_t>((16 - (reinterpret_cast<uintptr_t>(row) & 15)) & 15) /
                    static_cast<int64_t>(sizeof(in_t));
-    if (head > K) head = K;
-    const int64_t nvec = (K - head) / V;
+    if (head > span) head = span;
+    const int64_t nvec = (span - head) / V;
     const VecT* vp = reinterpret_cast<const VecT*>(row + head);
+    // Vector v's first element of the run, at memory position head + v * V + p: p = 0 or 1 at
+    // stride 2 (whether head is odd), and its index r.
+    const int p = static_cast<int>(head % kStep);
+    const auto first_r = [&](int64_t v) { return (head + v * V + p) / kStep; };
     // Each thread folds its elements in increasing r: head, vectors, tail. The `splits` blocks of
     // a row take chunks of kUnroll * G vectors in turn, so that they sweep the row together
     // (neighbouring DRAM pages are read at about the same time) instead of each streaming a
     // region of its own.
     if (split == 0)
-      for (int64_t r = lane; r < head; r += G) f.one(row[r], r);
+      for (int64_t r = lane; r * kStep < head; r += G) f.one(row[r * kStep], r);
     const int64_t chunk = int64_t(kUnroll) * G;
     const int64_t stride = int64_t(splits) * chunk;
     for (int64_t base = split * chunk; base < nvec; base += stride) {
@@ -112,7 +148,8 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) x[u] = load_in(vp + base + u * G + lane, pol);
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) f.vec(x[u], head + (base + u * G + lane) * V);
+        for (int u = 0; u < kUnroll; ++u)
+          f.vec(every_nth<kStep>(x[u], p), first_r(base + u * G + lane));
         continue;
       }
       // The partial last chunk: a load past the end re-reads the last vector (clamped, so the
@@ -124,10 +161,12 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
-        if (base + u * G + lane < nvec) f.vec(x[u], head + (base + u * G + lane) * V);
+        if (base + u * G + lane < nvec)
+          f.vec(every_nth<kStep>(x[u], p), first_r(base + u * G + lane));
     }
     if (split == 0)
-      for (int64_t r = head + nvec * V + lane; r < K; r += G) f.one(row[r], r);
+      for (int64_t r = (head + nvec * V + kStep - 1) / kStep + lane; r < K; r += G)
+        f.one(row[r * kStep], r);
   } else {
     const int64_t r0 = split * per_split;
     const int64_t r1 = r0 + per_split < K ? r0 + per_split : K;
@@ -148,7 +187,7 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
 
 // At most 64 registers, so that 4 blocks (1024 threads) share an SM: latency-bound sizes (a
 // vocabulary argmax) need the loads in flight more than the registers.
-template <class Op, class in_t, class out_t, bool kContig>
+template <class Op, class in_t, class out_t, int kLoad>
 __global__ void __launch_bounds__(kRowsBlock, 4)
     rows_kernel(const in_t* __restrict__ in, out_t* __restrict__ out, const Geometry g,
                 const RowsConfig cfg, typename Op::acc_t* __restrict__ partials,
@@ -167,9 +206,9 @@ __global__ void __launch_bounds__(kRowsBlock, 4)
     const bool active = row < g.num_outputs;
     acc_t acc = Op::identity();
     if (active)
-      acc = rows_partial<Op, in_t, kContig>(in + g.kept.in_offset(row), g.reduce_len, g.red, lane,
-                                            G, split, cfg.splits, cfg.per_split, cfg.step, cfg.vred,
-                                            g.evict_first);
+      acc = rows_partial<Op, in_t, kLoad>(in + g.kept.in_offset(row), g.reduce_len, g.red, lane, G,
+                                          split, cfg.splits, cfg.per_split, cfg.step, cfg.vred,
+                                          g.evict_first);
     acc = group_reduce<Op>(acc, G, smem, tid);
     if (cfg.splits == 1) {
       if (active && lane == 0)
