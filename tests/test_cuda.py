@@ -261,6 +261,16 @@ def plain_input(op, dtype, shape, special):
     return x
 
 
+def plain_op(op, dtype, floating, boolean):
+    """op where the plain kernels take it for dtype, else `floating` (floating sums, products and
+    bitwise ops: the canonical kernels, or none) or `boolean` (arg ops of bool, which torch lacks)."""
+    if dtype.is_floating_point and (op in ("sum", "prod") or op.startswith("bitwise")):
+        return floating
+    if dtype == torch.bool and op in ("argmax", "argmin"):
+        return boolean
+    return op
+
+
 def plain_reference(op, x, dim):
     """torch's answer (numpy's for the bitwise ops, which torch lacks)."""
     if op.startswith("bitwise"):
@@ -287,10 +297,7 @@ def test_plain_columns_property(force_launch):
         special=st.sampled_from([None, float("nan"), float("-inf"), float("inf")]),
     )
     def prop(outer, k, inner, dtype, op, one_a_thread, special):
-        if dtype.is_floating_point and (op in ("sum", "prod") or op.startswith("bitwise")):
-            op = "argmax"  # floating sums and products take the canonical kernels
-        if dtype == torch.bool and op in ("argmax", "argmin"):
-            op = "amin"
+        op = plain_op(op, dtype, "argmax", "amin")
         x = plain_input(op, dtype, (outer, k, inner), special)
         force_launch("vec=0" if one_a_thread else None)
         ours = getattr(torch.ops.treduce, op)(x, 1 if op.startswith("arg") else [1])
@@ -319,10 +326,7 @@ def test_step_two_rows_property():
         special=st.sampled_from([None, float("nan"), float("-inf"), float("inf")]),
     )
     def prop(rows, k, pad, offset, dtype, op, special):
-        if dtype.is_floating_point and (op in ("sum", "prod") or op.startswith("bitwise")):
-            op = "argmin"  # floating sums and products take the canonical kernels
-        if dtype == torch.bool and op in ("argmax", "argmin"):
-            op = "amax"
+        op = plain_op(op, dtype, "argmin", "amax")
         rows = max(1, min(rows, (1 << 22) // k))  # at most 4M elements read
         pitch = max(1, 2 * k - 1 + pad)  # (pad -1: rows that share their end and start)
         storage = plain_input(op, dtype, (offset + (rows - 1) * pitch + 2 * k,), special)
