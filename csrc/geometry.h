@@ -147,6 +147,31 @@ struct TwoDimWalker {
   }
 };
 
+// A run of K elements kStep apart in memory (1: contiguous, 2: every other element) read as
+// aligned vectors of V elements (rows_kernel's rows): `head` memory elements before the first
+// vector boundary (at most the run's span), then `nvec` whole vectors inside the span, then the
+// tail. Element r lies at memory position r * kStep. Vector v starts at memory position
+// head + v * V; its elements of the run are at positions p, p + kStep, ... in it (p: the parity of
+// head), indices first_r(v), first_r(v) + 1, ...; the head holds indices below head_end(), the
+// tail those from tail_begin(). Every index once (tests/test_walkers.py).
+template <int kStep, int V>
+struct RunVectors {
+  static_assert((kStep == 1 || kStep == 2) && V % kStep == 0, "runs at stride 1 or 2");
+  int64_t head, nvec;
+  int p;
+  // `to_boundary`: how many elements lie from the run's first to the next vector boundary
+  // (0 .. V - 1).
+  TR_HD RunVectors(int64_t to_boundary, int64_t K) {
+    const int64_t span = (K - 1) * kStep + 1;
+    head = to_boundary > span ? span : to_boundary;
+    nvec = (span - head) / V;
+    p = static_cast<int>(head % kStep);
+  }
+  TR_HD int64_t first_r(int64_t v) const { return (head + v * V + p) / kStep; }
+  TR_HD int64_t head_end() const { return (head + kStep - 1) / kStep; }
+  TR_HD int64_t tail_begin() const { return (head + nvec * V + kStep - 1) / kStep; }
+};
+
 // A map's dims in memory order (strides decreasing, the logical order among equal ones):
 // in_strides the input's, out_strides each dim's stride in the logical linear index of `r`.
 // Walking it from 0 reads the elements in memory order and names their logical positions

@@ -1,5 +1,6 @@
 """geometry.h's TwoDimWalker on the host: the offsets of a walk r, r + step, ... through a map of
-two dims must be Walker's and IndexMap.in_offset's. tests/walkers.cpp is compiled with g++ and
+two dims must be Walker's and IndexMap.in_offset's; and RunVectors, rows_kernel's split of a row
+(contiguous or at stride 2) into head, aligned vectors and tail, must give every index once. tests/walkers.cpp is compiled with g++ and
 loaded with ctypes; the kernels that use the walker (rows_kernel's runs of vectors: NCHW
 statistics, the fp8 block view) run in the CUDA tests."""
 
@@ -25,6 +26,8 @@ def lib(tmp_path_factory):
         ctypes.c_int64,
         ctypes.c_int64,
     ]
+    so.run_vectors_check.restype = ctypes.c_int64
+    so.run_vectors_check.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
     return so
 
 
@@ -63,3 +66,45 @@ def test_two_dim_walker_property(lib, sizes, strides, data):
     r = data.draw(st.integers(0, total - 1))
     step = data.draw(st.integers(1, 2 * total))
     assert walk_errors(lib, sizes, strides, r, step) == 0
+
+
+@pytest.mark.parametrize(
+    "step, V, misalign, K",
+    [
+        (2, 8, 0, 1),  # one element: the head is the span
+        (2, 8, 1, 4),  # a span of 7 inside the first vector's head
+        (2, 8, 7, 5),  # one head element, then one vector of the odd positions
+        (2, 4, 3, 1000),  # float32 at stride 2, odd head
+        (2, 16, 0, 33),  # 1-byte elements: a whole vector, an element past it
+        (1, 8, 5, 3),  # contiguous, shorter than the head
+        (1, 4, 0, 4096),  # contiguous and aligned: no head, no tail
+    ],
+)
+def test_run_vectors_cases(lib, step, V, misalign, K):
+    assert lib.run_vectors_check(step, V, misalign, K) == 0
+
+
+def test_run_vectors_every_short_run(lib):
+    """Every run of up to 70 elements, every misalignment: where the head is clamped to the span
+    and where one or two vectors fit."""
+    bad = [
+        (step, V, m, K)
+        for step in (1, 2)
+        for V in (2, 4, 8, 16)
+        for m in range(V)
+        for K in range(1, 71)
+        if lib.run_vectors_check(step, V, m, K) != 0
+    ]
+    assert not bad, bad[:10]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    step=st.sampled_from([1, 2]),
+    V=st.sampled_from([2, 4, 8, 16]),
+    K=st.integers(1, 600),
+    data=st.data(),
+)
+def test_run_vectors_property(lib, step, V, K, data):
+    misalign = data.draw(st.integers(0, V - 1))
+    assert lib.run_vectors_check(step, V, misalign, K) == 0

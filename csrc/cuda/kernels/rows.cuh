@@ -121,24 +121,20 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
         return f.result();
       }
     }
-    // The run's span in memory: element r at row[r * kStep], the last at row[span - 1].
-    const int64_t span = (K - 1) * kStep + 1;
-    // Elements before the first 16-byte boundary (the address is a multiple of sizeof(in_t)).
-    int64_t head = static_cast<int64_t>((16 - (reinterpret_cast<uintptr_t>(row) & 15)) & 15) /
-                   static_cast<int64_t>(sizeof(in_t));
-    if (head > span) head = span;
-    const int64_t nvec = (span - head) / V;
-    const VecT* vp = reinterpret_cast<const VecT*>(row + head);
-    // Vector v's first element of the run, at memory position head + v * V + p: p = 0 or 1 at
-    // stride 2 (whether head is odd), and its index r.
-    const int p = static_cast<int>(head % kStep);
-    const auto first_r = [&](int64_t v) { return (head + v * V + p) / kStep; };
+    // The head (elements before the first 16-byte boundary; the address is a multiple of
+    // sizeof(in_t)), whole vectors, the tail: element r at row[r * kStep].
+    const RunVectors<kStep, V> rv(
+        static_cast<int64_t>((16 - (reinterpret_cast<uintptr_t>(row) & 15)) & 15) /
+            static_cast<int64_t>(sizeof(in_t)),
+        K);
+    const int64_t nvec = rv.nvec;
+    const VecT* vp = reinterpret_cast<const VecT*>(row + rv.head);
     // Each thread folds its elements in increasing r: head, vectors, tail. The `splits` blocks of
     // a row take chunks of kUnroll * G vectors in turn, so that they sweep the row together
     // (neighbouring DRAM pages are read at about the same time) instead of each streaming a
     // region of its own.
     if (split == 0)
-      for (int64_t r = lane; r * kStep < head; r += G) f.one(row[r * kStep], r);
+      for (int64_t r = lane; r < rv.head_end(); r += G) f.one(row[r * kStep], r);
     const int64_t chunk = int64_t(kUnroll) * G;
     const int64_t stride = int64_t(splits) * chunk;
     for (int64_t base = split * chunk; base < nvec; base += stride) {
@@ -149,7 +145,7 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
         for (int u = 0; u < kUnroll; ++u) x[u] = load_in(vp + base + u * G + lane, pol);
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u)
-          f.vec(every_nth<kStep>(x[u], p), first_r(base + u * G + lane));
+          f.vec(every_nth<kStep>(x[u], rv.p), rv.first_r(base + u * G + lane));
         continue;
       }
       // The partial last chunk: a load past the end re-reads the last vector (clamped, so the
@@ -162,11 +158,10 @@ __device__ __forceinline__ typename Op::acc_t rows_partial(const in_t* __restric
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
         if (base + u * G + lane < nvec)
-          f.vec(every_nth<kStep>(x[u], p), first_r(base + u * G + lane));
+          f.vec(every_nth<kStep>(x[u], rv.p), rv.first_r(base + u * G + lane));
     }
     if (split == 0)
-      for (int64_t r = (head + nvec * V + kStep - 1) / kStep + lane; r < K; r += G)
-        f.one(row[r * kStep], r);
+      for (int64_t r = rv.tail_begin() + lane; r < K; r += G) f.one(row[r * kStep], r);
   } else {
     const int64_t r0 = split * per_split;
     const int64_t r1 = r0 + per_split < K ? r0 + per_split : K;
