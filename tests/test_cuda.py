@@ -338,6 +338,25 @@ def test_step_two_rows_property():
     prop()
 
 
+@pytest.mark.parametrize("offset", [0, 1])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("rows,k", [(3, 5), (64, 1000), (1, 100003), (1000, 37)])
+def test_plain_mode_step_two_rows(rows, k, dtype, offset, force_launch):
+    """The plain float-accumulator sums and means (force_launch("plain"), the bench's baseline)
+    over rows at stride 2 take the stride-2 row loader too: within float32 rounding of the exact
+    sum and mean, from an aligned base and one element off."""
+    storage = torch.randn(offset + rows * 2 * k, device="cuda").to(dtype)
+    x = storage[offset:].view(rows, 2 * k)[:, ::2]
+    exact = x.double().sum(1)
+    tol = 1e-5 * x.double().abs().sum(1) + 2 * torch.finfo(dtype).eps * exact.abs()
+    force_launch("plain")
+    got_sum = torch.ops.treduce.sum(x, [1], dtype=torch.float32).double()
+    got_mean = torch.ops.treduce.mean(x, [1], dtype=torch.float32).double()
+    force_launch(None)
+    assert ((got_sum - exact).abs() <= tol).all(), f"sum {dtype} ({rows}, {k}) +{offset}"
+    assert ((got_mean - exact / k).abs() <= tol / k).all(), f"mean {dtype} ({rows}, {k}) +{offset}"
+
+
 @pytest.mark.parametrize(
     "shape,dim", [((1 << 24,), None), ((5, 1 << 22), [1]), ((1 << 22, 6), [0]), ((2048, 2048), [0])]
 )
